@@ -1,0 +1,14 @@
+// Package etcd runs an etcd member inside the Kube process (go.etcd.io/etcd/server/v3/embed)
+// and builds clients for an embedded member or an external cluster.
+//
+// Kube never replicates state itself: etcd is the distributed engine. A single `kube server`
+// runs one embedded member on loopback in its data directory; `kube etcd` runs one member of
+// a cluster on its own, so three of them form a cluster on one machine; several `kube server`
+// processes then share it through --etcd-servers.
+//
+// Usage:
+//
+//	m, err := etcd.StartMember(ctx, etcd.MemberOptions{DataDir: dir})
+//	defer m.Close()
+//	cli, err := etcd.NewClient(etcd.ClientOptions{Endpoints: m.ClientURLs()})
+package etcd

@@ -1,0 +1,403 @@
+package storage
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Store is the object store over one etcd client. It is safe for concurrent use.
+type Store struct {
+	client *clientv3.Client
+}
+
+// New returns a store that keeps its objects in the cluster client talks to.
+func New(client *clientv3.Client) *Store { return &Store{client: client} }
+
+// Client is the etcd client the store uses.
+func (s *Store) Client() *clientv3.Client { return s.client }
+
+// Preconditions must hold on the stored object for an update or delete to proceed.
+type Preconditions struct {
+	UID             types.UID
+	ResourceVersion string
+}
+
+func (p *Preconditions) check(key string, cur *unstructured.Unstructured) error {
+	if p == nil {
+		return nil
+	}
+	if p.UID != "" && p.UID != cur.GetUID() {
+		return errorf(ErrConflict, key, "precondition failed: UID in precondition: %s, UID in object meta: %s", p.UID, cur.GetUID())
+	}
+	if p.ResourceVersion != "" && p.ResourceVersion != cur.GetResourceVersion() {
+		return errorf(ErrConflict, key, "precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", p.ResourceVersion, cur.GetResourceVersion())
+	}
+	return nil
+}
+
+// Create stores obj under key unless the key exists (ErrAlreadyExists). It returns obj with
+// its resourceVersion set; the store owns obj afterwards.
+func (s *Store) Create(ctx context.Context, key string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	data, err := encode(key, obj)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(data))).
+		Commit()
+	if err != nil {
+		return nil, wrapEtcd(key, err)
+	}
+	if !resp.Succeeded {
+		return nil, &Error{Kind: ErrAlreadyExists, Key: key}
+	}
+	setRevision(obj, resp.Header.Revision)
+	return obj, nil
+}
+
+// Get returns the latest state of key, or ErrNotFound.
+func (s *Store) Get(ctx context.Context, key string) (*unstructured.Unstructured, error) {
+	resp, err := s.client.Get(ctx, key)
+	if err != nil {
+		return nil, wrapEtcd(key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, &Error{Kind: ErrNotFound, Key: key}
+	}
+	kv := resp.Kvs[0]
+	return decode(key, kv.Value, kv.ModRevision)
+}
+
+// ListOptions select what List returns.
+type ListOptions struct {
+	// Revision to read at; 0 reads the latest state.
+	Revision int64
+	// Exact reads exactly at Revision; otherwise Revision is a lower bound ("not older than")
+	// and the latest state is read, failing with ErrFutureRevision if the store is behind.
+	Exact bool
+	// Limit is the largest number of items to return; 0 means all.
+	Limit int64
+	// Continue is the token a previous page returned; it fixes the revision.
+	Continue string
+	// Predicate filters the items.
+	Predicate Predicate
+}
+
+// ListResult is one page of a list.
+type ListResult struct {
+	Items []*unstructured.Unstructured
+	// Revision the items were read at.
+	Revision int64
+	// Continue is set when more items may follow; pass it back to read the next page.
+	Continue string
+	// RemainingItemCount is how many items follow, when known (lists without a predicate).
+	RemainingItemCount *int64
+}
+
+// List returns the objects whose keys start with prefix (which must end in "/"), sorted by key.
+func (s *Store) List(ctx context.Context, prefix string, o ListOptions) (*ListResult, error) {
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	start := prefix
+	rev := int64(0)
+	if o.Continue != "" {
+		var err error
+		if start, rev, err = DecodeContinue(o.Continue, prefix); err != nil {
+			return nil, err
+		}
+	} else if o.Exact {
+		rev = o.Revision
+	}
+	end := prefixEnd(prefix)
+	pageSize := o.Limit
+	if pageSize > 0 && !o.Predicate.Empty() && pageSize < 100 {
+		// Filtering may throw most of a page away: read ahead in bigger pages.
+		pageSize = 100
+	}
+	res := &ListResult{}
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end)}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		if pageSize > 0 {
+			opts = append(opts, clientv3.WithLimit(pageSize))
+		}
+		resp, err := s.client.Get(ctx, start, opts...)
+		if err != nil {
+			return nil, wrapEtcdRev(prefix, rev, err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+			if !o.Exact && o.Revision > rev {
+				return nil, &Error{Kind: ErrFutureRevision, Key: prefix, Requested: o.Revision, Current: rev}
+			}
+		}
+		res.Revision = rev
+		for i, kv := range resp.Kvs {
+			obj, err := decode(string(kv.Key), kv.Value, kv.ModRevision)
+			if err != nil {
+				return nil, err
+			}
+			if !o.Predicate.Matches(obj) {
+				continue
+			}
+			res.Items = append(res.Items, obj)
+			if o.Limit > 0 && int64(len(res.Items)) == o.Limit {
+				more := resp.More || i < len(resp.Kvs)-1
+				if more {
+					res.Continue = EncodeContinue(rev, string(kv.Key)+"\x00", prefix)
+					if o.Predicate.Empty() {
+						n := resp.Count - int64(i) - 1
+						res.RemainingItemCount = &n
+					}
+				}
+				return res, nil
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return res, nil
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// Count returns how many keys start with prefix.
+func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
+	resp, err := s.client.Get(ctx, prefix, clientv3.WithRange(prefixEnd(prefix)), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, wrapEtcd(prefix, err)
+	}
+	return resp.Count, nil
+}
+
+// CurrentRevision is the cluster's latest revision, read with a quorum read.
+func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+	resp, err := s.client.Get(ctx, compactRevKey)
+	if err != nil {
+		return 0, wrapEtcd("", err)
+	}
+	return resp.Header.Revision, nil
+}
+
+// UpdateFunc computes the new state of an object from its current state. It receives a copy
+// it may change and return. Returning an error aborts the update with that error. For
+// GuaranteedUpdate with AllowCreate, cur is nil when the object does not exist.
+type UpdateFunc func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error)
+
+// UpdateOptions tune GuaranteedUpdate.
+type UpdateOptions struct {
+	Preconditions *Preconditions
+	// AllowCreate calls the update function with nil and creates the object when the key
+	// does not exist, instead of failing with ErrNotFound.
+	AllowCreate bool
+	// Current is a recent state of the object (from a cache) to try first; a stale one only
+	// costs a retry.
+	Current *unstructured.Unstructured
+}
+
+// GuaranteedUpdate reads key, applies fn and writes the result as a compare-and-swap on the
+// key's mod revision, retrying with the fresh state whenever another writer got there first.
+// An update that changes nothing is not written and returns the current state. The returned
+// object carries the new resourceVersion.
+func (s *Store) GuaranteedUpdate(ctx context.Context, key string, o UpdateOptions, fn UpdateFunc) (*unstructured.Unstructured, error) {
+	cur := o.Current
+	var curData []byte
+	if cur != nil {
+		var err error
+		if curData, err = encode(key, cur); err != nil {
+			cur = nil
+		}
+	}
+	if cur == nil {
+		var err error
+		if cur, curData, err = s.getRaw(ctx, key); err != nil && !(o.AllowCreate && errors.Is(err, ErrNotFound)) {
+			return nil, err
+		}
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var in *unstructured.Unstructured
+		var curRev int64
+		if cur != nil {
+			if err := o.Preconditions.check(key, cur); err != nil {
+				return nil, err
+			}
+			in = cur.DeepCopy()
+			curRev, _ = Revision(cur)
+		} else if !o.AllowCreate {
+			return nil, &Error{Kind: ErrNotFound, Key: key}
+		}
+		out, err := fn(in)
+		if err != nil {
+			return nil, err
+		}
+		data, err := encode(key, out)
+		if err != nil {
+			return nil, err
+		}
+		if cur != nil && string(data) == string(curData) {
+			// Nothing changed: no write, no new revision (as kube-apiserver).
+			if o.Current != nil && cur == o.Current {
+				// Confirm the cached state is still current before claiming success.
+				fresh, freshData, err := s.getRaw(ctx, key)
+				if err != nil {
+					return nil, err
+				}
+				if fresh.GetResourceVersion() != cur.GetResourceVersion() {
+					cur, curData = fresh, freshData
+					o.Current = nil
+					continue
+				}
+			}
+			setRevision(out, curRev)
+			return out, nil
+		}
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", curRev)).
+			Then(clientv3.OpPut(key, string(data))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			return nil, wrapEtcd(key, err)
+		}
+		if resp.Succeeded {
+			setRevision(out, resp.Header.Revision)
+			return out, nil
+		}
+		// Someone else wrote first: retry with what is stored now.
+		o.Current = nil
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			cur, curData = nil, nil
+			continue
+		}
+		curData = kvs[0].Value
+		if cur, err = decode(key, curData, kvs[0].ModRevision); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (s *Store) getRaw(ctx context.Context, key string) (*unstructured.Unstructured, []byte, error) {
+	resp, err := s.client.Get(ctx, key)
+	if err != nil {
+		return nil, nil, wrapEtcd(key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, nil, &Error{Kind: ErrNotFound, Key: key}
+	}
+	obj, err := decode(key, resp.Kvs[0].Value, resp.Kvs[0].ModRevision)
+	return obj, resp.Kvs[0].Value, err
+}
+
+// DeleteOptions tune Delete.
+type DeleteOptions struct {
+	Preconditions *Preconditions
+	// Validate sees the current state just before it is deleted and may refuse.
+	Validate func(cur *unstructured.Unstructured) error
+}
+
+// Delete removes key if the preconditions hold and returns its last state.
+func (s *Store) Delete(ctx context.Context, key string, o DeleteOptions) (*unstructured.Unstructured, error) {
+	cur, _, err := s.getRaw(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		if err := o.Preconditions.check(key, cur); err != nil {
+			return nil, err
+		}
+		if o.Validate != nil {
+			if err := o.Validate(cur.DeepCopy()); err != nil {
+				return nil, err
+			}
+		}
+		rev, _ := Revision(cur)
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+			Then(clientv3.OpDelete(key)).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			return nil, wrapEtcd(key, err)
+		}
+		if resp.Succeeded {
+			return cur, nil
+		}
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			return nil, &Error{Kind: ErrNotFound, Key: key}
+		}
+		if cur, err = decode(key, kvs[0].Value, kvs[0].ModRevision); err != nil {
+			return nil, err
+		}
+	}
+}
+
+type continueToken struct {
+	APIVersion string `json:"v"`
+	Revision   int64  `json:"rv"`
+	Start      string `json:"start"`
+}
+
+// EncodeContinue makes the opaque token for a list of prefix that resumes at key start,
+// reading at rev.
+func EncodeContinue(rev int64, start, prefix string) string {
+	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", Revision: rev, Start: strings.TrimPrefix(start, prefix)})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeContinue returns the key to resume at and the revision of a token made by
+// EncodeContinue for the same prefix.
+func DecodeContinue(token, prefix string) (start string, rev int64, err error) {
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return "", 0, errorf(ErrInvalidContinue, "", "not base64: %v", err)
+	}
+	var t continueToken
+	if err := json.Unmarshal(b, &t); err != nil {
+		return "", 0, errorf(ErrInvalidContinue, "", "%v", err)
+	}
+	if t.APIVersion != "meta.k8s.io/v1" || t.Revision <= 0 {
+		return "", 0, errorf(ErrInvalidContinue, "", "unknown token version or revision")
+	}
+	if strings.Contains(t.Start, "/../") || strings.HasPrefix(t.Start, "../") || strings.HasPrefix(t.Start, "/") {
+		return "", 0, errorf(ErrInvalidContinue, "", "start key escapes the listed prefix")
+	}
+	return prefix + t.Start, t.Revision, nil
+}
+
+func wrapEtcd(key string, err error) error {
+	return wrapEtcdRev(key, 0, err)
+}
+
+func wrapEtcdRev(key string, rev int64, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return &Error{Kind: ErrCompacted, Key: key, Requested: rev}
+	case errors.Is(err, rpctypes.ErrFutureRev):
+		return &Error{Kind: ErrFutureRevision, Key: key, Requested: rev}
+	case errors.Is(err, rpctypes.ErrRequestTooLarge):
+		return errorf(ErrTooLarge, key, "%v", err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("etcd %s: %w", key, err)
+}
