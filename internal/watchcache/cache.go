@@ -1,0 +1,523 @@
+package watchcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/btree"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"kubeos.dev/kube/internal/storage"
+)
+
+// entry is one object in the tree.
+type entry struct {
+	key string
+	obj *unstructured.Unstructured
+	rev int64
+}
+
+func lessEntry(a, b *entry) bool { return a.key < b.key }
+
+type tree = btree.BTreeG[*entry]
+
+func newTree() *tree { return btree.NewG(32, lessEntry) }
+
+// relistPageSize bounds one etcd read while the cache lists.
+const relistPageSize = 10000
+
+// maxSnapshots is how many paged-list snapshots the cache keeps for continue tokens.
+const maxSnapshots = 16
+
+// Cache is the in-memory cache of one resource. Create it with New, run it with Start.
+type Cache struct {
+	o      Options
+	prefix string
+
+	ready     chan struct{} // closed when the first list is loaded
+	readyOnce sync.Once
+	done      chan struct{} // closed when Start returns
+	started   atomic.Bool
+
+	mu      sync.RWMutex
+	tree    *tree
+	rev     int64
+	revCh   chan struct{} // closed when rev advances; nil when nobody waits
+	ring    *ring
+	loaded  bool // the first list is in
+	stopped bool
+
+	snaps     map[int64]*tree
+	snapOrder []int64
+
+	// Watchers, by the prefix they watch: the whole resource, one namespace, or other.
+	all    watcherList
+	byNS   map[string]*watcherList
+	others watcherList
+
+	revision atomic.Int64
+
+	// Owned by the dispatcher goroutine (Start).
+	targets []*Watcher
+}
+
+type watcherList struct{ ws []*Watcher }
+
+// New returns a cache; it does nothing until Start. It panics on invalid options (a
+// programming error: Store and Prefix are required).
+func New(o Options) *Cache {
+	o.complete()
+	if err := o.validate(); err != nil {
+		panic(err)
+	}
+	return &Cache{
+		o:      o,
+		prefix: o.Prefix,
+		ready:  make(chan struct{}),
+		done:   make(chan struct{}),
+		tree:   newTree(),
+		ring:   newRing(o.EventBufferSize, 0),
+		snaps:  map[int64]*tree{},
+		byNS:   map[string]*watcherList{},
+	}
+}
+
+// Prefix is the resource prefix the cache holds.
+func (c *Cache) Prefix() string { return c.prefix }
+
+// Revision is the revision the cache has reached: every change up to it has been applied.
+func (c *Cache) Revision() int64 { return c.revision.Load() }
+
+// WaitReady waits until the first list is loaded, ctx ends (its error) or the cache stops
+// (ErrStopped). Every read calls it: a stopped cache answers ErrStopped.
+func (c *Cache) WaitReady(ctx context.Context) error {
+	select {
+	case <-c.done:
+		return ErrStopped
+	case <-c.ready:
+		return nil
+	default:
+	}
+	select {
+	case <-c.ready:
+		return nil
+	case <-c.done:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Start fills the cache and keeps it current until ctx ends, then ends every watcher and
+// returns nil. It lists the prefix, watches from the list's revision and lists again
+// whenever the watch fails. It must be called once.
+func (c *Cache) Start(ctx context.Context) error {
+	if c.started.Swap(true) {
+		return errors.New("watchcache: Start called twice")
+	}
+	defer c.shutdown()
+	ticker := c.o.Clock.NewTicker(c.o.BookmarkInterval)
+	defer ticker.Stop()
+	backoff := 100 * time.Millisecond
+	for {
+		err := c.run(ctx, ticker.C())
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.o.Log.Warn("watch cache lost its etcd watch, re-listing", "prefix", c.prefix, "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.o.Clock.After(backoff):
+		}
+		if errors.Is(err, errWatchHealthy) {
+			backoff = 100 * time.Millisecond
+		} else if backoff *= 2; backoff > 5*time.Second {
+			backoff = 5 * time.Second
+		}
+	}
+}
+
+// errWatchHealthy marks a watch that delivered events before failing: the back-off restarts.
+var errWatchHealthy = errors.New("watch failed after delivering events")
+
+// run lists, then follows one etcd watch until it fails.
+func (c *Cache) run(ctx context.Context, tick <-chan time.Time) error {
+	rev, err := c.relist(ctx)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", c.prefix, err)
+	}
+	w, err := c.o.Store.Watch(ctx, c.prefix, storage.WatchOptions{Revision: rev, ProgressNotify: true})
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", c.prefix, err)
+	}
+	defer w.Stop()
+	healthy := false
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick:
+			c.sendBookmarks()
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return fmt.Errorf("watch %s: channel closed", c.prefix)
+			}
+			switch ev.Type {
+			case storage.ErrorEvent:
+				if healthy {
+					return fmt.Errorf("%w: %w", errWatchHealthy, ev.Err)
+				}
+				return ev.Err
+			case storage.Bookmark:
+				c.mu.Lock()
+				c.setRevLocked(ev.Revision)
+				c.mu.Unlock()
+			default:
+				healthy = true
+				c.apply(ev)
+			}
+		}
+	}
+}
+
+// relist loads every object of the prefix and swaps the tree. Watchers that would miss a
+// change between what they were sent and the new list end with ErrCompacted.
+func (c *Cache) relist(ctx context.Context) (int64, error) {
+	t := newTree()
+	var rev int64
+	opts := storage.ListOptions{Limit: relistPageSize}
+	for {
+		res, err := c.o.Store.List(ctx, c.prefix, opts)
+		if err != nil {
+			return 0, err
+		}
+		rev = res.Revision
+		for _, obj := range res.Items {
+			r, _ := storage.Revision(obj)
+			t.ReplaceOrInsert(&entry{key: keyOf(c.prefix, obj), obj: obj, rev: r})
+		}
+		if res.Continue == "" {
+			break
+		}
+		opts.Continue = res.Continue
+	}
+
+	c.mu.Lock()
+	var dead []*Watcher
+	if !c.loaded {
+		c.loaded = true
+		c.ring.reset(rev)
+	} else if diff := diffTrees(c.tree, t, rev); len(diff) > 0 {
+		// The changes between the old state and the new list are not known as events:
+		// nobody can resume from before the list, and a watcher that would have seen one
+		// of them has lost its resume point.
+		c.ring.reset(rev)
+		for _, w := range c.allWatchersLocked(nil) {
+			if w.affectedBy(diff, c.o.Attrs) {
+				dead = append(dead, w)
+			}
+		}
+		for _, w := range dead {
+			c.removeWatcherLocked(w)
+		}
+	}
+	lost := &storage.Error{Kind: storage.ErrCompacted, Key: c.prefix, Requested: c.rev, Current: rev}
+	c.tree = t
+	c.setRevLocked(rev)
+	c.mu.Unlock()
+	for _, w := range dead {
+		w.terminate(lost)
+	}
+	c.readyOnce.Do(func() { close(c.ready) })
+	return rev, nil
+}
+
+// keyOf rebuilds an object's key from its namespace and name. The store's List does not
+// return keys; every object under a resource prefix is stored at prefix[ns/]name.
+func keyOf(prefix string, obj *unstructured.Unstructured) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return prefix + ns + "/" + obj.GetName()
+	}
+	return prefix + obj.GetName()
+}
+
+// diffTrees returns the changes that turn old into cur, as events at revision rev.
+func diffTrees(old, cur *tree, rev int64) []*Event {
+	var out []*Event
+	cur.Ascend(func(e *entry) bool {
+		o, ok := old.Get(e)
+		switch {
+		case !ok:
+			out = append(out, &Event{Event: storage.Event{Type: storage.Added, Key: e.key, Object: e.obj, Revision: rev}})
+		case o.rev != e.rev:
+			out = append(out, &Event{Event: storage.Event{Type: storage.Modified, Key: e.key, Object: e.obj, PrevObject: o.obj, Revision: rev}})
+		}
+		return true
+	})
+	old.Ascend(func(o *entry) bool {
+		if !cur.Has(o) {
+			out = append(out, &Event{Event: storage.Event{Type: storage.Deleted, Key: o.key, Object: o.obj, PrevObject: o.obj, Revision: rev}})
+		}
+		return true
+	})
+	return out
+}
+
+// apply records one change and offers it to the watchers.
+func (c *Cache) apply(sev storage.Event) {
+	ev := &Event{Event: sev}
+	c.mu.Lock()
+	switch sev.Type {
+	case storage.Added, storage.Modified:
+		c.tree.ReplaceOrInsert(&entry{key: sev.Key, obj: sev.Object, rev: sev.Revision})
+	case storage.Deleted:
+		c.tree.Delete(&entry{key: sev.Key})
+	}
+	c.ring.push(ev)
+	c.setRevNoPublishLocked(sev.Revision)
+	targets := c.targetsLocked(sev.Key, c.targets[:0])
+	c.mu.Unlock()
+
+	ch := newChange(ev, c.o.Attrs)
+	var dead []*Watcher
+	for _, w := range targets {
+		if !strings.HasPrefix(sev.Key, w.prefix) {
+			continue
+		}
+		e := ch.forPredicate(w.pred)
+		if e == nil {
+			continue
+		}
+		if !w.deliver(e) {
+			dead = append(dead, w)
+		}
+	}
+	clear(targets)
+	c.targets = targets[:0]
+	c.forget(dead)
+	c.revision.Store(sev.Revision)
+}
+
+// sendBookmarks offers a bookmark at the cache's revision to every watcher that asked for
+// bookmarks. A full watcher skips it: bookmarks are optional.
+func (c *Cache) sendBookmarks() {
+	c.mu.Lock()
+	rev := c.rev
+	targets := c.allWatchersLocked(c.targets[:0])
+	c.mu.Unlock()
+	if rev > 0 {
+		ev := &Event{Event: storage.Event{Type: storage.Bookmark, Revision: rev}}
+		for _, w := range targets {
+			if w.bookmarks {
+				w.bookmark(ev)
+			}
+		}
+	}
+	clear(targets)
+	c.targets = targets[:0]
+}
+
+func (c *Cache) forget(ws []*Watcher) {
+	if len(ws) == 0 {
+		return
+	}
+	c.mu.Lock()
+	for _, w := range ws {
+		c.removeWatcherLocked(w)
+	}
+	c.mu.Unlock()
+}
+
+// setRevLocked advances the cache's revision and wakes whoever waits for it.
+func (c *Cache) setRevLocked(rev int64) {
+	c.setRevNoPublishLocked(rev)
+	c.revision.Store(c.rev)
+}
+
+// setRevNoPublishLocked advances the revision for readers under c.mu, but not yet Revision():
+// apply publishes it once the change has been offered to every watcher, so that Revision()
+// >= r means every event up to r is in the watchers' channels or queues.
+func (c *Cache) setRevNoPublishLocked(rev int64) {
+	if rev <= c.rev {
+		return
+	}
+	c.rev = rev
+	if c.revCh != nil {
+		close(c.revCh)
+		c.revCh = nil
+	}
+}
+
+// shutdown ends every watcher when Start returns.
+func (c *Cache) shutdown() {
+	c.mu.Lock()
+	c.stopped = true
+	ws := c.allWatchersLocked(nil)
+	for _, w := range ws {
+		c.removeWatcherLocked(w)
+	}
+	c.mu.Unlock()
+	close(c.done)
+	for _, w := range ws {
+		w.terminate(nil)
+	}
+}
+
+// waitFor waits until the cache has reached rev, at most WaitTimeout. With progress, it asks
+// etcd for progress notifications meanwhile, so that an idle resource's cache advances.
+func (c *Cache) waitFor(ctx context.Context, rev int64, progress bool) error {
+	if c.Revision() >= rev {
+		return nil
+	}
+	timer := c.o.Clock.NewTimer(c.o.WaitTimeout)
+	defer timer.Stop()
+	var tick <-chan time.Time
+	if progress {
+		if err := c.o.Store.RequestProgress(ctx); err != nil {
+			return err
+		}
+		t := c.o.Clock.NewTicker(c.o.WaitTimeout / 6)
+		defer t.Stop()
+		tick = t.C()
+	}
+	for {
+		c.mu.Lock()
+		cur := c.rev
+		if cur >= rev {
+			c.mu.Unlock()
+			return nil
+		}
+		if c.revCh == nil {
+			c.revCh = make(chan struct{})
+		}
+		ch := c.revCh
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-tick:
+			if err := c.o.Store.RequestProgress(ctx); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.done:
+			return ErrStopped
+		case <-timer.C():
+			return &storage.Error{Kind: storage.ErrFutureRevision, Key: c.prefix, Requested: rev, Current: c.Revision(),
+				Detail: "the watch cache did not reach it in time"}
+		}
+	}
+}
+
+// fence returns storage's current revision once the cache has reached it.
+func (c *Cache) fence(ctx context.Context) (int64, error) {
+	rev, err := c.o.Store.CurrentRevision(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return rev, c.waitFor(ctx, rev, true)
+}
+
+// checkPrefix normalises a caller's prefix and makes sure it lies inside the cache's.
+func (c *Cache) checkPrefix(prefix string) (string, error) {
+	if prefix == "" {
+		return c.prefix, nil
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	if !strings.HasPrefix(prefix, c.prefix) {
+		return "", fmt.Errorf("watchcache: prefix %q is outside the cache's %q", prefix, c.prefix)
+	}
+	return prefix, nil
+}
+
+// nsPrefix is the namespace prefix of key (prefix + first segment + "/"), or "" for a
+// cluster-scoped key.
+func (c *Cache) nsPrefix(key string) string {
+	rest := key[len(c.prefix):]
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		return key[:len(c.prefix)+i+1]
+	}
+	return ""
+}
+
+// isNSPrefix reports whether prefix is one namespace of the resource.
+func (c *Cache) isNSPrefix(prefix string) bool {
+	rest := prefix[len(c.prefix):]
+	return len(rest) > 1 && strings.IndexByte(rest, '/') == len(rest)-1
+}
+
+func (c *Cache) listFor(prefix string, create bool) *watcherList {
+	switch {
+	case prefix == c.prefix:
+		return &c.all
+	case c.isNSPrefix(prefix):
+		l := c.byNS[prefix]
+		if l == nil && create {
+			l = &watcherList{}
+			c.byNS[prefix] = l
+		}
+		return l
+	}
+	return &c.others
+}
+
+func (c *Cache) addWatcherLocked(w *Watcher) {
+	l := c.listFor(w.prefix, true)
+	w.idx = len(l.ws)
+	l.ws = append(l.ws, w)
+	w.registered = true
+}
+
+func (c *Cache) removeWatcherLocked(w *Watcher) {
+	if !w.registered {
+		return
+	}
+	w.registered = false
+	l := c.listFor(w.prefix, false)
+	last := l.ws[len(l.ws)-1]
+	l.ws[w.idx] = last
+	last.idx = w.idx
+	l.ws[len(l.ws)-1] = nil
+	l.ws = l.ws[:len(l.ws)-1]
+	if len(l.ws) == 0 && l != &c.all && l != &c.others {
+		delete(c.byNS, w.prefix)
+	}
+}
+
+// targetsLocked appends the watchers that may be interested in key.
+func (c *Cache) targetsLocked(key string, out []*Watcher) []*Watcher {
+	out = append(out, c.all.ws...)
+	if ns := c.nsPrefix(key); ns != "" {
+		if l := c.byNS[ns]; l != nil {
+			out = append(out, l.ws...)
+		}
+	}
+	return append(out, c.others.ws...)
+}
+
+func (c *Cache) allWatchersLocked(out []*Watcher) []*Watcher {
+	out = append(out, c.all.ws...)
+	for _, l := range c.byNS {
+		out = append(out, l.ws...)
+	}
+	return append(out, c.others.ws...)
+}
+
+// watcherCount is the number of registered watchers.
+func (c *Cache) watcherCount() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := len(c.all.ws) + len(c.others.ws)
+	for _, l := range c.byNS {
+		n += len(l.ws)
+	}
+	return n
+}

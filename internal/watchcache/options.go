@@ -1,0 +1,96 @@
+package watchcache
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"kubeos.dev/kube/internal/storage"
+)
+
+// Store is what a cache needs from storage.
+type Store interface {
+	List(ctx context.Context, prefix string, o storage.ListOptions) (*storage.ListResult, error)
+	Watch(ctx context.Context, prefix string, o storage.WatchOptions) (storage.Watcher, error)
+	CurrentRevision(ctx context.Context) (int64, error)
+	RequestProgress(ctx context.Context) error
+}
+
+var _ Store = (*storage.Store)(nil)
+
+// Options configure a Cache. Zero values take the defaults noted on each field.
+type Options struct {
+	// Store the cache is fed from. Required.
+	Store Store
+	// Prefix of the resource's keys, ending in "/", e.g. storage.ResourcePrefix("", "configmaps").
+	// Required.
+	Prefix string
+	// Attrs extracts the fields selectors may name. Default storage.DefaultAttrs.
+	Attrs storage.AttrFunc
+	// EventBufferSize is how many recent events the cache keeps for watches to resume from.
+	// Default 1000.
+	EventBufferSize int
+	// WatcherBufferSize is the capacity of each watcher's channel. A watcher whose channel is
+	// full is ended with an ErrorEvent wrapping ErrTooSlow. Default 100.
+	WatcherBufferSize int
+	// BookmarkInterval is how often watchers that asked for bookmarks get one. Default 5 s.
+	BookmarkInterval time.Duration
+	// WaitTimeout bounds how long a read waits for the cache to reach a revision (not older
+	// than, or the consistent-read fence). Default 3 s, as kube-apiserver.
+	WaitTimeout time.Duration
+	// Clock drives bookmarks, waits and re-list back-off. Default the real clock.
+	Clock clock.WithTicker
+	// Log receives the cache's warnings (failed lists and watches). Default: discarded.
+	Log *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultEventBufferSize   = 1000
+	DefaultWatcherBufferSize = 100
+	DefaultBookmarkInterval  = 5 * time.Second
+	DefaultWaitTimeout       = 3 * time.Second
+)
+
+// complete fills in the defaults.
+func (o *Options) complete() {
+	if o.Attrs == nil {
+		o.Attrs = storage.DefaultAttrs
+	}
+	if o.EventBufferSize <= 0 {
+		o.EventBufferSize = DefaultEventBufferSize
+	}
+	if o.WatcherBufferSize <= 0 {
+		o.WatcherBufferSize = DefaultWatcherBufferSize
+	}
+	if o.BookmarkInterval <= 0 {
+		o.BookmarkInterval = DefaultBookmarkInterval
+	}
+	if o.WaitTimeout <= 0 {
+		o.WaitTimeout = DefaultWaitTimeout
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Prefix != "" && !strings.HasSuffix(o.Prefix, "/") {
+		o.Prefix += "/"
+	}
+}
+
+// validate names the first bad field.
+func (o *Options) validate() error {
+	if o.Store == nil {
+		return errors.New("watchcache: Options.Store is required")
+	}
+	if o.Prefix == "" || o.Prefix == "/" {
+		return errors.New("watchcache: Options.Prefix is required")
+	}
+	return nil
+}

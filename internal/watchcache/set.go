@@ -1,0 +1,78 @@
+package watchcache
+
+import (
+	"context"
+	"sync"
+
+	"kubeos.dev/kube/internal/storage"
+)
+
+// Set holds one Cache per resource prefix and starts each on first use, so that a resource
+// nobody lists or watches costs nothing.
+type Set struct {
+	ctx      context.Context
+	defaults Options
+
+	mu     sync.Mutex
+	caches map[string]*setEntry
+}
+
+type setEntry struct {
+	c      *Cache
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewSet returns an empty set. ctx bounds the life of every cache it starts; defaults
+// supply every Options field but Prefix and Attrs.
+func NewSet(ctx context.Context, defaults Options) *Set {
+	return &Set{ctx: ctx, defaults: defaults, caches: map[string]*setEntry{}}
+}
+
+// Get returns the cache of prefix, creating and starting it on the first call. attrs (nil:
+// storage.DefaultAttrs) is used only then.
+func (s *Set) Get(prefix string, attrs storage.AttrFunc) *Cache {
+	o := s.defaults
+	o.Prefix, o.Attrs = prefix, attrs
+	o.complete()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.caches[o.Prefix]; ok {
+		return e.c
+	}
+	c := New(o)
+	ctx, cancel := context.WithCancel(s.ctx)
+	e := &setEntry{c: c, cancel: cancel, done: make(chan struct{})}
+	s.caches[o.Prefix] = e
+	go func() {
+		defer close(e.done)
+		_ = c.Start(ctx)
+	}()
+	return c
+}
+
+// Stop stops the cache of prefix, if any, ends its watchers and forgets it; the next Get
+// starts a new one.
+func (s *Set) Stop(prefix string) {
+	o := Options{Prefix: prefix}
+	o.complete()
+	s.mu.Lock()
+	e, ok := s.caches[o.Prefix]
+	delete(s.caches, o.Prefix)
+	s.mu.Unlock()
+	if ok {
+		e.cancel()
+		<-e.done
+	}
+}
+
+// Prefixes lists the prefixes of the caches started so far.
+func (s *Set) Prefixes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.caches))
+	for p := range s.caches {
+		out = append(out, p)
+	}
+	return out
+}
