@@ -1,0 +1,262 @@
+package filters
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"kubeos.dev/kube/internal/apiserver/request"
+	"kubeos.dev/kube/internal/apiserver/rest"
+)
+
+// Authenticator finds the user of a request; ok is false when the request carries no
+// credentials this authenticator understands. An error means credentials were presented
+// and are invalid.
+type Authenticator interface {
+	Authenticate(r *http.Request) (u *request.User, ok bool, err error)
+}
+
+// X509 authenticates TLS client certificates that verified against the server's client CA:
+// CN is the user name, O the groups.
+type X509 struct{}
+
+// Authenticate implements Authenticator.
+func (X509) Authenticate(r *http.Request) (*request.User, bool, error) {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return nil, false, nil
+	}
+	cert := r.TLS.VerifiedChains[0][0]
+	if cert.Subject.CommonName == "" {
+		return nil, false, fmt.Errorf("client certificate has no common name")
+	}
+	return &request.User{Name: cert.Subject.CommonName, Groups: append(cert.Subject.Organization, "system:authenticated")}, true, nil
+}
+
+// Options configure the filter chain.
+type Options struct {
+	Authenticators []Authenticator
+	// MaxMutatingInFlight and MaxReadOnlyInFlight bound concurrent requests (watches are not
+	// counted); beyond them requests get 429 with Retry-After. Defaults 200 and 400.
+	MaxMutatingInFlight, MaxReadOnlyInFlight int
+	Metrics                                  *Metrics
+	Log                                      *slog.Logger
+}
+
+// Metrics are the request metrics on /metrics.
+type Metrics struct {
+	Requests    *prometheus.CounterVec
+	Latency     *prometheus.HistogramVec
+	InFlight    *prometheus.GaugeVec
+	OpenWatches *prometheus.GaugeVec
+}
+
+// NewMetrics creates the metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kube_apiserver_requests_total", Help: "API requests by verb, resource and HTTP code.",
+		}, []string{"verb", "resource", "code"}),
+		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "kube_apiserver_request_duration_seconds", Help: "API request latency by verb and resource (watches excluded).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"verb", "resource"}),
+		InFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kube_apiserver_inflight_requests", Help: "Requests being served, by kind (mutating, readOnly).",
+		}, []string{"kind"}),
+		OpenWatches: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kube_apiserver_open_watches", Help: "Watches being served, by resource.",
+		}, []string{"resource"}),
+	}
+	reg.MustRegister(m.Requests, m.Latency, m.InFlight, m.OpenWatches)
+	m.InFlight.WithLabelValues("mutating")
+	m.InFlight.WithLabelValues("readOnly")
+	return m
+}
+
+// Chain wraps h in every filter, outermost first: recovery, request info, metrics,
+// authentication, in-flight limits, body limit.
+func Chain(h http.Handler, o Options) http.Handler {
+	if o.MaxMutatingInFlight == 0 {
+		o.MaxMutatingInFlight = 200
+	}
+	if o.MaxReadOnlyInFlight == 0 {
+		o.MaxReadOnlyInFlight = 400
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	h = withBodyLimit(h)
+	h = withInFlightLimit(h, o)
+	h = withAuthentication(h, o.Authenticators)
+	if o.Metrics != nil {
+		h = withMetrics(h, o.Metrics)
+	}
+	h = withRequestInfo(h)
+	return withRecovery(h, o.Log)
+}
+
+// statusWriter records the response code. Unwrap lets http.ResponseController reach the
+// underlying writer's Flush.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func withRecovery(h http.Handler, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+				if sw.code == 0 {
+					rest.WriteStatus(sw, apierrors.NewInternalError(fmt.Errorf("the server hit an internal error serving this request")))
+				}
+			}
+		}()
+		h.ServeHTTP(sw, r)
+	})
+}
+
+func withRequestInfo(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := request.Parse(r)
+		h.ServeHTTP(w, r.WithContext(request.WithInfo(r.Context(), info)))
+	})
+}
+
+func withMetrics(h http.Handler, m *Metrics) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info, _ := request.InfoFrom(r.Context())
+		resource := ""
+		if info.IsResourceRequest {
+			resource = info.Resource
+			if info.Subresource != "" {
+				resource += "/" + info.Subresource
+			}
+		}
+		verb := strings.ToUpper(info.Verb)
+		sw := &statusWriter{ResponseWriter: w}
+		start := time.Now()
+		h.ServeHTTP(sw, r)
+		code := sw.code
+		if code == 0 {
+			code = http.StatusOK
+		}
+		m.Requests.WithLabelValues(verb, resource, strconv.Itoa(code)).Inc()
+		if info.Verb != "watch" {
+			m.Latency.WithLabelValues(verb, resource).Observe(time.Since(start).Seconds())
+		}
+	})
+}
+
+// anonymousAllowed are the paths a request without credentials may reach.
+func anonymousAllowed(path string) bool {
+	switch path {
+	case "/healthz", "/livez", "/readyz", "/version", "/version/":
+		return true
+	}
+	for _, p := range []string{"/healthz/", "/livez/", "/readyz/"} {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func withAuthentication(h http.Handler, authns []Authenticator) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var lastErr error
+		for _, a := range authns {
+			u, ok, err := a.Authenticate(r)
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			if ok {
+				r.Header.Del("Authorization")
+				h.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), u)))
+				return
+			}
+		}
+		if anonymousAllowed(r.URL.Path) {
+			h.ServeHTTP(w, r.WithContext(request.WithUser(r.Context(), &request.User{Name: "system:anonymous", Groups: []string{"system:unauthenticated"}})))
+			return
+		}
+		_ = lastErr // the reason stays in the server: clients learn only that they are not authenticated
+		rest.WriteStatus(w, apierrors.NewUnauthorized("Unauthorized"))
+	})
+}
+
+func withInFlightLimit(h http.Handler, o Options) http.Handler {
+	mutating := make(chan struct{}, o.MaxMutatingInFlight)
+	readOnly := make(chan struct{}, o.MaxReadOnlyInFlight)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info, _ := request.InfoFrom(r.Context())
+		if info.Verb == "watch" || (!info.IsResourceRequest && anonymousAllowed(r.URL.Path)) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		sem, kind := readOnly, "readOnly"
+		switch r.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			sem, kind = mutating, "mutating"
+		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			se := apierrors.NewTooManyRequests("too many requests, please try again later", 1)
+			rest.WriteStatus(w, se)
+			return
+		}
+		defer func() { <-sem }()
+		if o.Metrics != nil {
+			g := o.Metrics.InFlight.WithLabelValues(kind)
+			g.Inc()
+			defer g.Dec()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func withBodyLimit(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > rest.MaxBodyBytes {
+			rest.WriteStatus(w, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", rest.MaxBodyBytes)))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, rest.MaxBodyBytes+1)
+		h.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,136 @@
+package request
+
+import (
+	"context"
+	"net/http"
+	"strings"
+)
+
+// Info describes one API request.
+type Info struct {
+	// IsResourceRequest is false for discovery, health, OpenAPI and other non-resource paths.
+	IsResourceRequest bool
+	// Path is the URL path.
+	Path string
+	// Verb is a Kubernetes verb: get, list, watch, create, update, patch, delete,
+	// deletecollection; for non-resource requests the lower-case HTTP method.
+	Verb string
+	// APIPrefix is "api" or "apis".
+	APIPrefix string
+	APIGroup, APIVersion string
+	Namespace, Resource  string
+	Subresource, Name    string
+	// Parts are the path segments after the namespace (or version for cluster paths).
+	Parts []string
+}
+
+type infoKey struct{}
+
+// WithInfo returns a context that carries info.
+func WithInfo(ctx context.Context, info *Info) context.Context {
+	return context.WithValue(ctx, infoKey{}, info)
+}
+
+// InfoFrom returns the Info stored in ctx, if any.
+func InfoFrom(ctx context.Context) (*Info, bool) {
+	info, ok := ctx.Value(infoKey{}).(*Info)
+	return info, ok
+}
+
+// Parse reads the request path and method. It never fails: paths that do not name a
+// resource come back with IsResourceRequest false.
+//
+// Resource paths:
+//
+//	/api/v1/<resource>[/<name>[/<subresource>]]
+//	/api/v1/namespaces/<ns>/<resource>[/<name>[/<subresource>]]
+//	/apis/<group>/<version>/... likewise
+//	/api/v1/watch/... and /apis/<g>/<v>/watch/... (deprecated watch paths)
+func Parse(r *http.Request) *Info {
+	info := &Info{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
+	parts := splitPath(r.URL.Path)
+	if len(parts) < 1 || (parts[0] != "api" && parts[0] != "apis") {
+		return info
+	}
+	info.APIPrefix = parts[0]
+	parts = parts[1:]
+	if info.APIPrefix == "apis" {
+		if len(parts) < 1 {
+			return info
+		}
+		info.APIGroup = parts[0]
+		parts = parts[1:]
+	}
+	if len(parts) < 1 {
+		return info
+	}
+	info.APIVersion = parts[0]
+	parts = parts[1:]
+	if len(parts) < 1 {
+		return info
+	}
+	info.IsResourceRequest = true
+	watchPath := false
+	if parts[0] == "watch" {
+		watchPath = true
+		parts = parts[1:]
+		if len(parts) < 1 {
+			info.IsResourceRequest = false
+			return info
+		}
+	}
+	// namespaces/<ns>/<resource>... is a namespaced request; namespaces[/<name>[/<sub>]]
+	// addresses the namespace object itself.
+	if parts[0] == "namespaces" && len(parts) >= 2 {
+		info.Namespace = parts[1]
+		if len(parts) >= 3 && !(len(parts) == 3 && (parts[2] == "status" || parts[2] == "finalize")) {
+			parts = parts[2:]
+		}
+	}
+	info.Parts = parts
+	info.Resource = parts[0]
+	if len(parts) >= 2 {
+		info.Name = parts[1]
+	}
+	if len(parts) >= 3 {
+		info.Subresource = parts[2]
+	}
+	q := r.URL.Query()
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		switch {
+		case info.Name != "":
+			info.Verb = "get"
+			if watchPath {
+				info.Verb = "watch"
+			}
+		case watchPath || isTrue(q.Get("watch")):
+			info.Verb = "watch"
+		default:
+			info.Verb = "list"
+		}
+	case http.MethodPost:
+		info.Verb = "create"
+	case http.MethodPut:
+		info.Verb = "update"
+	case http.MethodPatch:
+		info.Verb = "patch"
+	case http.MethodDelete:
+		if info.Name == "" {
+			info.Verb = "deletecollection"
+		} else {
+			info.Verb = "delete"
+		}
+	}
+	return info
+}
+
+func isTrue(s string) bool { return s == "1" || strings.EqualFold(s, "true") }
+
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}

@@ -1,0 +1,9 @@
+// Package rest is the one generic REST handler that serves every resource in the type
+// registry, built-in or custom: get, list, watch, create, update, patch, delete and
+// deletecollection, and the status subresource. It knows no resource by name: what differs
+// between kinds lives in their registry.Kind (scope, strategy, columns, selectable fields).
+//
+// Reads of lists and watches are served by the watch cache; single reads and every write go
+// to the store, whose compare-and-swap makes etcd the one truth. Errors become metav1.Status
+// objects here, at exactly this boundary.
+package rest

@@ -1,0 +1,185 @@
+package rest
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"kubeos.dev/kube/internal/apiserver/request"
+	"kubeos.dev/kube/internal/registry"
+	"kubeos.dev/kube/internal/storage"
+	"kubeos.dev/kube/internal/watchcache"
+)
+
+// Caches gives the watch cache of a resource, starting it on first use.
+type Caches interface {
+	Get(prefix string, attrs storage.AttrFunc) *watchcache.Cache
+}
+
+var _ Caches = (*watchcache.Set)(nil)
+
+// Options configure the handler.
+type Options struct {
+	Registry *registry.Registry
+	Store    *storage.Store
+	Caches   Caches
+	// Now is the clock for timestamps; nil means time.Now.
+	Now func() time.Time
+	// MinWatchTimeout: a watch without timeoutSeconds ends after a random time between this
+	// and twice this (as kube-apiserver: 30 min). Clients re-watch from their last version.
+	MinWatchTimeout time.Duration
+	Log             *slog.Logger
+	// GarbageCollector says a garbage collector runs: deletes with the Foreground and
+	// Orphan policies then add its finalizers. Without one they would wait forever.
+	GarbageCollector bool
+	// Done, when closed, ends every watch being served (server shutdown).
+	Done <-chan struct{}
+	// OpenWatches, when set, counts the watches being served by resource.
+	OpenWatches *prometheus.GaugeVec
+}
+
+// Handler serves every resource request.
+type Handler struct {
+	reg    *registry.Registry
+	store  *storage.Store
+	caches Caches
+	now    func() time.Time
+	minWT  time.Duration
+	log    *slog.Logger
+
+	openWatches *prometheus.GaugeVec
+	gc          bool
+	done        <-chan struct{}
+}
+
+// New returns the REST handler.
+func New(o Options) *Handler {
+	h := &Handler{reg: o.Registry, store: o.Store, caches: o.Caches, now: o.Now, minWT: o.MinWatchTimeout, log: o.Log, openWatches: o.OpenWatches, gc: o.GarbageCollector, done: o.Done}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.minWT == 0 {
+		h.minWT = 30 * time.Minute
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	return h
+}
+
+// call is one resource request being served.
+type call struct {
+	h    *Handler
+	w    http.ResponseWriter
+	r    *http.Request
+	ctx  context.Context
+	info *request.Info
+	kind *registry.Kind
+	gr   schema.GroupResource
+}
+
+func (c *call) fail(err error) {
+	WriteStatus(c.w, statusError(err, c.gr, c.info.Name))
+}
+
+// ServeHTTP serves a resource request. The request context must carry the request.Info.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	info, ok := request.InfoFrom(r.Context())
+	if !ok {
+		info = request.Parse(r)
+	}
+	c := &call{h: h, w: w, r: r, ctx: r.Context(), info: info}
+	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
+	c.gr = gvr.GroupResource()
+	kind, ok := h.reg.Lookup(gvr)
+	if !ok || !info.IsResourceRequest {
+		WriteStatus(w, apierrors.NewNotFound(c.gr, info.Name))
+		return
+	}
+	c.kind = kind
+	if len(info.Parts) > 3 {
+		WriteStatus(w, apierrors.NewNotFound(c.gr, info.Name))
+		return
+	}
+	if !kind.Namespaced && info.Namespace != "" && !(kind.Resource == "namespaces" && kind.Group == "") {
+		WriteStatus(w, apierrors.NewNotFound(c.gr, info.Name))
+		return
+	}
+	switch info.Subresource {
+	case "":
+	case "status":
+		if !kind.Status {
+			WriteStatus(w, apierrors.NewNotFound(c.gr, info.Name))
+			return
+		}
+	case "scale":
+		if kind.Scale == nil {
+			WriteStatus(w, apierrors.NewNotFound(c.gr, info.Name))
+			return
+		}
+	case "finalize":
+		if kind.Resource != "namespaces" || kind.Group != "" {
+			WriteStatus(w, apierrors.NewNotFound(c.gr, info.Name))
+			return
+		}
+	default:
+		WriteStatus(w, apierrors.NewNotFound(c.gr, info.Name))
+		return
+	}
+	if info.Subresource != "" && info.Verb != "get" && info.Verb != "update" && info.Verb != "patch" {
+		WriteStatus(w, methodNotSupported(c.gr, info.Verb))
+		return
+	}
+	if !kind.Supports(info.Verb) {
+		WriteStatus(w, methodNotSupported(c.gr, info.Verb))
+		return
+	}
+	switch info.Verb {
+	case "get":
+		c.get()
+	case "list":
+		c.list()
+	case "watch":
+		c.watch()
+	case "create":
+		c.create()
+	case "update":
+		c.update()
+	case "patch":
+		c.patch()
+	case "delete":
+		c.delete()
+	case "deletecollection":
+		c.deleteCollection()
+	default:
+		WriteStatus(w, methodNotSupported(c.gr, info.Verb))
+	}
+}
+
+func methodNotSupported(gr schema.GroupResource, verb string) *apierrors.StatusError {
+	return apierrors.NewMethodNotSupported(gr, verb)
+}
+
+// key is the storage key of the addressed object.
+func (c *call) key() string { return c.kind.Key(c.objNamespace(), c.info.Name) }
+
+// objNamespace is the namespace the object lives in ("" for cluster-scoped kinds).
+func (c *call) objNamespace() string {
+	if !c.kind.Namespaced {
+		return ""
+	}
+	return c.info.Namespace
+}
+
+// listPrefix is the storage prefix a list or watch covers.
+func (c *call) listPrefix() string {
+	if c.kind.Namespaced && c.info.Namespace != "" {
+		return storage.NamespacePrefix(c.kind.Group, c.kind.Resource, c.info.Namespace)
+	}
+	return c.kind.Prefix()
+}

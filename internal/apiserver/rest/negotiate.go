@@ -1,0 +1,168 @@
+package rest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/munnerz/goautoneg"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"kubeos.dev/kube/internal/registry"
+)
+
+// output is the shape of a response body.
+type output int
+
+const (
+	outObject  output = iota // the object or list itself
+	outTable                 // meta.k8s.io Table
+	outPartial               // PartialObjectMetadata(List)
+)
+
+// negotiate picks the response shape from the Accept header. Kube answers JSON only; a
+// client that prefers protobuf but accepts JSON gets JSON (clients decode by Content-Type).
+func negotiate(accept string) (output, error) {
+	if accept == "" {
+		return outObject, nil
+	}
+	for _, a := range goautoneg.ParseAccept(accept) {
+		jsonish := (a.Type == "application" && (a.SubType == "json" || a.SubType == "*")) || (a.Type == "*" && a.SubType == "*")
+		if !jsonish {
+			continue
+		}
+		as := a.Params["as"]
+		if as == "" {
+			return outObject, nil
+		}
+		if a.Params["g"] != "meta.k8s.io" || (a.Params["v"] != "v1" && a.Params["v"] != "v1beta1") {
+			continue
+		}
+		switch as {
+		case "Table":
+			return outTable, nil
+		case "PartialObjectMetadata", "PartialObjectMetadataList":
+			return outPartial, nil
+		}
+	}
+	return 0, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schemaGR0, "",
+		"only the following media types are accepted: application/json, application/json;as=Table;g=meta.k8s.io;v=v1, application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", 0, false)
+}
+
+// MaxBodyBytes is the largest request body Kube reads (as kube-apiserver: 3 MiB).
+const MaxBodyBytes = 3 * 1024 * 1024
+
+// readBody reads the whole body, refusing more than MaxBodyBytes with 413.
+func readBody(r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", MaxBodyBytes))
+		}
+		return nil, apierrors.NewBadRequest("reading the request body: " + err.Error())
+	}
+	if len(data) > MaxBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", MaxBodyBytes))
+	}
+	return data, nil
+}
+
+var protoSerializer = protobuf.NewSerializer(scheme, scheme)
+
+// bodyJSON turns a request body of any accepted media type into JSON. typed is the Go
+// object protobuf bodies decode into; nil refuses protobuf (custom resources).
+func bodyJSON(contentType string, data []byte, typed bool) ([]byte, error) {
+	mt := "application/json"
+	if contentType != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(contentType); err != nil {
+			return nil, unsupportedMediaType(contentType)
+		}
+	}
+	switch mt {
+	case "application/json", "application/merge-patch+json", "application/json-patch+json", "application/strategic-merge-patch+json":
+		return data, nil
+	case "application/yaml", "application/apply-patch+yaml":
+		j, err := yaml.YAMLToJSONStrict(data)
+		if err != nil {
+			return nil, apierrors.NewBadRequest("the body is not valid YAML: " + err.Error())
+		}
+		return j, nil
+	case "application/vnd.kubernetes.protobuf":
+		if !typed {
+			return nil, unsupportedMediaType(contentType)
+		}
+		obj, _, err := protoSerializer.Decode(data, nil, nil)
+		if err != nil {
+			return nil, apierrors.NewBadRequest("the body is not a valid protobuf object: " + err.Error())
+		}
+		return json.Marshal(obj)
+	}
+	return nil, unsupportedMediaType(contentType)
+}
+
+// decodeObject parses a JSON body into an object.
+func decodeObject(data []byte) (*unstructured.Unstructured, error) {
+	var v any
+	if err := utiljson.Unmarshal(data, &v); err != nil {
+		return nil, apierrors.NewBadRequest("the body is not valid JSON: " + err.Error())
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, apierrors.NewBadRequest("the body must be a JSON object")
+	}
+	if md, ok := m["metadata"]; ok && md != nil {
+		if _, ok := md.(map[string]any); !ok {
+			return nil, apierrors.NewBadRequest("metadata must be an object")
+		}
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// strictErrors lists the unknown and duplicate fields of a built-in kind's body.
+func strictErrors(kind *registry.Kind, data []byte) []error {
+	if kind.NewTyped == nil {
+		return nil
+	}
+	obj := kind.NewTyped()
+	errs, err := kjson.UnmarshalStrict(data, obj)
+	if err != nil {
+		return []error{err}
+	}
+	return errs
+}
+
+var _ runtime.Object = (*unstructured.Unstructured)(nil)
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// writeJSON writes v as a JSON response with an explicit Content-Type (without one, Go
+// sniffs text/plain and every client fails).
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		data, _ = json.Marshal(map[string]any{"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "encoding the response: " + err.Error(), "reason": "InternalError", "code": 500})
+		code = http.StatusInternalServerError
+	}
+	writeRaw(w, code, data)
+}
+
+func writeRaw(w http.ResponseWriter, code int, data []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(data)+1))
+	w.WriteHeader(code)
+	w.Write(data)
+	w.Write([]byte{'\n'})
+}

@@ -1,0 +1,192 @@
+package rest
+
+import (
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"kubeos.dev/kube/internal/storage"
+)
+
+const (
+	jsonPatchType      = "application/json-patch+json"
+	mergePatchType     = "application/merge-patch+json"
+	strategicPatchType = "application/strategic-merge-patch+json"
+	applyPatchType     = "application/apply-patch+yaml"
+)
+
+func (c *call) patch() {
+	out, err := negotiate(c.r.Header.Get("Accept"))
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	o, err := c.parseWriteOptions()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	ct := c.r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		c.fail(unsupportedMediaType(ct))
+		return
+	}
+	switch mt {
+	case jsonPatchType, mergePatchType, applyPatchType:
+	case strategicPatchType:
+		if c.kind.NewTyped == nil {
+			c.fail(unsupportedMediaType(ct + " (strategic merge patch is supported for built-in kinds only)"))
+			return
+		}
+	default:
+		c.fail(unsupportedMediaType(ct))
+		return
+	}
+	body, err := readBody(c.r)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	patch, err := bodyJSON(mt, body, false)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if mt == applyPatchType {
+		c.apply(patch, o, out)
+		return
+	}
+	var ops jsonpatch.Patch
+	if mt == jsonPatchType {
+		if ops, err = jsonpatch.DecodePatch(patch); err != nil {
+			c.fail(apierrors.NewBadRequest("the JSON patch is malformed: " + err.Error()))
+			return
+		}
+	} else if _, err := decodeObject(patch); err != nil {
+		c.fail(err)
+		return
+	}
+	checkedFields := false
+	updated, err := c.updateObject(nil, o, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		orig, err := toJSON(cur)
+		if err != nil {
+			return nil, err
+		}
+		var patched []byte
+		switch mt {
+		case jsonPatchType:
+			patched, err = ops.Apply(orig)
+		case mergePatchType:
+			patched, err = jsonpatch.MergePatch(orig, patch)
+		case strategicPatchType:
+			patched, err = strategicpatch.StrategicMergePatch(orig, patch, c.kind.NewTyped())
+		}
+		if err != nil {
+			return nil, patchError(err)
+		}
+		if !checkedFields {
+			if err := c.checkFields(o, patched); err != nil {
+				return nil, err
+			}
+			checkedFields = true
+		}
+		obj, err := decodeObject(patched)
+		if err != nil {
+			return nil, patchError(err)
+		}
+		if obj.GetAPIVersion() != cur.GetAPIVersion() || obj.GetKind() != cur.GetKind() {
+			return nil, apierrors.NewBadRequest("a patch may not change apiVersion or kind")
+		}
+		if obj.GetName() != cur.GetName() || obj.GetNamespace() != cur.GetNamespace() {
+			return nil, invalid(c, "metadata.name", obj.GetName(), "a patch may not change the name or namespace")
+		}
+		if rv := obj.GetResourceVersion(); rv != "" && rv != cur.GetResourceVersion() {
+			// A resourceVersion in the patch is a precondition, as upstream.
+			return nil, &storage.Error{Kind: storage.ErrConflict, Key: c.key()}
+		}
+		return obj, nil
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.writeObject(http.StatusOK, updated, out)
+}
+
+func patchError(err error) error {
+	var se *apierrors.StatusError
+	if errors.As(err, &se) {
+		return se
+	}
+	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", "the patch could not be applied: "+err.Error(), 0, false)
+}
+
+// apply serves server-side apply (application/apply-patch+yaml). Kube merges the applied
+// configuration into the live object (fields it names are set, lists it names replaced) and
+// creates the object when it does not exist; it does not track field managers, so apply
+// never reports conflicts between managers.
+func (c *call) apply(patch []byte, o writeOptions, out output) {
+	if c.r.URL.Query().Get("fieldManager") == "" {
+		c.fail(apierrors.NewBadRequest("PATCH requests with the apply content type (application/apply-patch+yaml) require a fieldManager"))
+		return
+	}
+	applied, err := decodeObject(patch)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if err := c.checkTypeMeta(applied); err != nil {
+		c.fail(err)
+		return
+	}
+	if applied.GetName() != "" && applied.GetName() != c.info.Name {
+		c.fail(apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", applied.GetName(), c.info.Name)))
+		return
+	}
+	applied.SetName(c.info.Name)
+	if err := c.checkFields(o, patch); err != nil {
+		c.fail(err)
+		return
+	}
+	if _, err := c.h.store.Get(c.ctx, c.key()); errors.Is(err, storage.ErrNotFound) && c.info.Subresource == "" {
+		created, code, err := c.createObject(applied.DeepCopy(), o)
+		if err == nil || !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				c.fail(err)
+				return
+			}
+			c.writeObject(code, created, out)
+			return
+		}
+	}
+	unstructured.RemoveNestedField(applied.Object, "metadata", "managedFields")
+	mergePatch, err := toJSON(applied)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	updated, err := c.updateObject(nil, o, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		orig, err := toJSON(cur)
+		if err != nil {
+			return nil, err
+		}
+		patched, err := jsonpatch.MergePatch(orig, mergePatch)
+		if err != nil {
+			return nil, patchError(err)
+		}
+		return decodeObject(patched)
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.writeObject(http.StatusOK, updated, out)
+}

@@ -1,0 +1,22 @@
+package rest
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+// scheme knows every built-in Go type, for protobuf request bodies.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+var schemaGR0 = schema.GroupResource{}

@@ -1,0 +1,40 @@
+package rest
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// table renders objects as a meta.k8s.io/v1 Table with the kind's columns. Each row carries
+// the object (PartialObjectMetadata unless includeObject says otherwise) with kind and
+// apiVersion set, which kubectl needs to print it.
+func (c *call) table(objs []*unstructured.Unstructured, lm metav1.ListMeta, _ bool) map[string]any {
+	columns := c.kind.TableColumns()
+	defs := make([]map[string]any, len(columns))
+	for i, col := range columns {
+		defs[i] = map[string]any{"name": col.Name, "type": col.Type, "format": col.Format, "description": col.Description, "priority": col.Priority}
+	}
+	include := c.r.URL.Query().Get("includeObject")
+	now := c.h.now()
+	rows := make([]map[string]any, 0, len(objs))
+	for _, o := range objs {
+		cells := make([]any, len(columns))
+		for i := range columns {
+			v := columns[i].Value(o, now)
+			if v == nil {
+				v = "<none>"
+			}
+			cells[i] = v
+		}
+		row := map[string]any{"cells": cells}
+		switch include {
+		case "None":
+		case "Object":
+			row["object"] = o.Object
+		default:
+			row["object"] = partial(o)
+		}
+		rows = append(rows, row)
+	}
+	return map[string]any{"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": lm, "columnDefinitions": defs, "rows": rows}
+}

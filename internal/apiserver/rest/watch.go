@@ -1,0 +1,197 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"kubeos.dev/kube/internal/storage"
+	"kubeos.dev/kube/internal/watchcache"
+)
+
+func (c *call) watch() {
+	out, err := negotiate(c.r.Header.Get("Accept"))
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	q := c.r.URL.Query()
+	if c.info.Name != "" {
+		// A watch on one object is a watch with a metadata.name field selector.
+		fs := "metadata.name=" + c.info.Name
+		if s := q.Get("fieldSelector"); s != "" {
+			fs += "," + s
+		}
+		q.Set("fieldSelector", fs)
+	}
+	p, err := c.parseListParams(q)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	rev, _ := storage.ParseRevision(p.rv)
+	o := watchcache.WatchOptions{Predicate: p.pred, Bookmarks: p.bookmarks}
+	initialEnd := false
+	switch {
+	case p.sendInitialEvents != nil && *p.sendInitialEvents:
+		if p.rvMatch != string(metav1.ResourceVersionMatchNotOlderThan) {
+			c.fail(invalid(c, "resourceVersionMatch", p.rvMatch, "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+			return
+		}
+		if !p.bookmarks {
+			c.fail(invalid(c, "allowWatchBookmarks", "false", "sendInitialEvents requires allowWatchBookmarks=true"))
+			return
+		}
+		o.SendInitialEvents, o.Revision, o.Consistent = true, rev, p.rv == ""
+		initialEnd = true
+	case p.sendInitialEvents != nil:
+		// sendInitialEvents=false: only changes after the given version.
+		if p.rv == "" || p.rv == "0" {
+			if rev, err = c.h.store.CurrentRevision(c.ctx); err != nil {
+				c.fail(err)
+				return
+			}
+		}
+		o.Revision = rev
+	case p.rv == "" || p.rv == "0":
+		// Start with the current state as ADDED events, then changes.
+		o.SendInitialEvents, o.Consistent = true, p.rv == ""
+	default:
+		o.Revision = rev
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.watchTimeout(p))
+	defer cancel()
+	cache := c.h.caches.Get(c.kind.Prefix(), c.kind.AttrFunc())
+	wt, err := cache.Watch(ctx, c.listPrefix(), o)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	defer wt.Stop()
+	if g := c.h.openWatches; g != nil {
+		g.WithLabelValues(c.kind.Resource).Inc()
+		defer g.WithLabelValues(c.kind.Resource).Dec()
+	}
+
+	h := c.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-cache, private")
+	c.w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(c.w)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	// The memo key names everything the encoding depends on: events of one cache are shared
+	// by watchers of every version of the resource.
+	format := c.kind.APIVersion() + ";json"
+	encode := c.encodeEvent(false)
+	if out == outPartial {
+		format = "meta.k8s.io/v1;partial"
+		encode = c.encodeEvent(true)
+	}
+	firstTable := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.h.done:
+			return
+		case ev, ok := <-wt.ResultChan():
+			if !ok {
+				return
+			}
+			var frame []byte
+			switch {
+			case ev.Type == storage.Bookmark && ev.InitialEventsEnd && !initialEnd:
+				continue // only asked-for initial-events markers reach the client
+			case ev.Type == storage.Bookmark && !ev.InitialEventsEnd && !p.bookmarks:
+				continue
+			case out == outTable && ev.Type != storage.Bookmark && ev.Type != storage.ErrorEvent:
+				frame = c.tableFrame(ev, firstTable)
+				firstTable = false
+			default:
+				frame, err = ev.Encoded(format, encode)
+				if err != nil {
+					c.h.log.Error("encode watch event", "err", err)
+					return
+				}
+			}
+			if _, err := c.w.Write(frame); err != nil {
+				return
+			}
+			if len(wt.ResultChan()) == 0 {
+				if err := rc.Flush(); err != nil {
+					return
+				}
+			}
+			if ev.Type == storage.ErrorEvent {
+				return
+			}
+		}
+	}
+}
+
+// encodeEvent encodes a watch event frame; the cache memoises it per format so an event
+// fanned out to many watchers is encoded once.
+func (c *call) encodeEvent(metadataOnly bool) func(ev *watchcache.Event) ([]byte, error) {
+	kind, apiVersion := c.kind.Kind, c.kind.APIVersion()
+	if metadataOnly {
+		kind, apiVersion = "PartialObjectMetadata", "meta.k8s.io/v1"
+	}
+	return func(ev *watchcache.Event) ([]byte, error) {
+		var obj any
+		switch ev.Type {
+		case storage.Bookmark:
+			md := map[string]any{"resourceVersion": strconv.FormatInt(ev.Revision, 10)}
+			if ev.InitialEventsEnd {
+				md["annotations"] = map[string]any{"k8s.io/initial-events-end": "true"}
+			}
+			obj = map[string]any{"kind": kind, "apiVersion": apiVersion, "metadata": md}
+		case storage.ErrorEvent:
+			obj = eventStatus(ev.Err)
+		case storage.Added, storage.Modified, storage.Deleted:
+			if metadataOnly {
+				obj = partial(ev.Object)
+			} else {
+				obj = ev.Object.Object
+			}
+		}
+		b, err := json.Marshal(map[string]any{"type": string(ev.Type), "object": obj})
+		if err != nil {
+			return nil, err
+		}
+		return append(b, '\n'), nil
+	}
+}
+
+func eventStatus(err error) metav1.Status {
+	var se *apierrors.StatusError
+	if errors.Is(err, storage.ErrCompacted) {
+		se = apierrors.NewResourceExpired(err.Error())
+	} else {
+		se = apierrors.NewInternalError(err)
+		if err != nil {
+			se.ErrStatus.Message = err.Error()
+		}
+	}
+	st := se.Status()
+	st.Kind, st.APIVersion = "Status", "v1"
+	return st
+}
+
+// tableFrame encodes a watch event whose object is a one-row Table; only the first carries
+// the column definitions, as kube-apiserver does.
+func (c *call) tableFrame(ev *watchcache.Event, withColumns bool) []byte {
+	t := c.table([]*unstructured.Unstructured{ev.Object}, metav1.ListMeta{ResourceVersion: strconv.FormatInt(ev.Revision, 10)}, true)
+	if !withColumns {
+		delete(t, "columnDefinitions")
+	}
+	b, _ := json.Marshal(map[string]any{"type": string(ev.Type), "object": t})
+	return append(b, '\n')
+}

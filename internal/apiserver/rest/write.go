@@ -1,0 +1,417 @@
+package rest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+
+	"github.com/google/uuid"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"kubeos.dev/kube/internal/storage"
+)
+
+func fieldErrs(fld, value, msg string) field.ErrorList {
+	return field.ErrorList{field.Invalid(field.NewPath(fld), value, msg)}
+}
+
+// writeOptions are the query parameters every write understands.
+type writeOptions struct {
+	dryRun          bool
+	fieldValidation string
+}
+
+func (c *call) parseWriteOptions() (writeOptions, error) {
+	q := c.r.URL.Query()
+	var o writeOptions
+	for _, d := range q["dryRun"] {
+		if d != metav1.DryRunAll {
+			return o, invalid(c, "dryRun", d, "supported values: \"All\"")
+		}
+		o.dryRun = true
+	}
+	switch fv := q.Get("fieldValidation"); fv {
+	case "", "Warn", "Strict", "Ignore":
+		o.fieldValidation = fv
+		if fv == "" {
+			o.fieldValidation = "Warn"
+		}
+	default:
+		return o, apierrors.NewBadRequest(fmt.Sprintf("fieldValidation %q is invalid: supported values are Ignore, Warn and Strict", fv))
+	}
+	return o, nil
+}
+
+// checkFields applies fieldValidation to a body: unknown or duplicate fields fail the request
+// under Strict and become Warning headers under Warn.
+func (c *call) checkFields(o writeOptions, data []byte) error {
+	if o.fieldValidation == "Ignore" {
+		return nil
+	}
+	errs := strictErrors(c.kind, data)
+	if len(errs) == 0 {
+		return nil
+	}
+	if o.fieldValidation == "Strict" {
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Error()
+		}
+		return apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+	}
+	for _, e := range errs {
+		addWarning(c.w, e.Error())
+	}
+	return nil
+}
+
+func addWarning(w http.ResponseWriter, text string) {
+	w.Header().Add("Warning", `299 - "`+strings.ReplaceAll(strings.ReplaceAll(text, `\`, `\\`), `"`, `\"`)+`"`)
+}
+
+// readObjectBody reads and decodes a create or update body.
+func (c *call) readObjectBody(o writeOptions) (*unstructured.Unstructured, error) {
+	body, err := readBody(c.r)
+	if err != nil {
+		return nil, err
+	}
+	data, err := bodyJSON(c.r.Header.Get("Content-Type"), body, c.kind.NewTyped != nil)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := decodeObject(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkTypeMeta(obj); err != nil {
+		return nil, err
+	}
+	if err := c.checkFields(o, data); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// checkTypeMeta fills a missing apiVersion and kind from the URL and refuses ones that
+// disagree with it.
+func (c *call) checkTypeMeta(obj *unstructured.Unstructured) error {
+	av, k := obj.GetAPIVersion(), obj.GetKind()
+	if av == "" {
+		obj.SetAPIVersion(c.kind.APIVersion())
+	} else if av != c.kind.APIVersion() {
+		return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", av, c.kind.APIVersion()))
+	}
+	if k == "" {
+		obj.SetKind(c.kind.Kind)
+	} else if k != c.kind.Kind {
+		return apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", k, c.kind.Kind))
+	}
+	return nil
+}
+
+// checkNamespace makes the object's namespace agree with the URL.
+func (c *call) checkNamespace(obj *unstructured.Unstructured) error {
+	ns := obj.GetNamespace()
+	if !c.kind.Namespaced {
+		if ns != "" {
+			obj.SetNamespace("")
+		}
+		return nil
+	}
+	if ns == "" {
+		obj.SetNamespace(c.info.Namespace)
+	} else if ns != c.info.Namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+func (c *call) validate(obj, old *unstructured.Unstructured) error {
+	st := c.kind.StrategyOrDefault()
+	var errs field.ErrorList
+	if old == nil {
+		errs = st.Validate(obj)
+	} else {
+		errs = st.ValidateUpdate(obj, old)
+		if old.GetDeletionTimestamp() != nil {
+			errs = append(errs, noNewFinalizers(obj, old)...)
+		}
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(c.kind.GVK().GroupKind(), obj.GetName(), errs)
+	}
+	return nil
+}
+
+func noNewFinalizers(obj, old *unstructured.Unstructured) field.ErrorList {
+	had := map[string]bool{}
+	for _, f := range old.GetFinalizers() {
+		had[f] = true
+	}
+	var errs field.ErrorList
+	for _, f := range obj.GetFinalizers() {
+		if !had[f] {
+			errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"), fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers []string{%q}", f)))
+		}
+	}
+	return errs
+}
+
+func (c *call) create() {
+	out, err := negotiate(c.r.Header.Get("Accept"))
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if c.info.Name != "" {
+		c.fail(methodNotSupported(c.gr, "create"))
+		return
+	}
+	o, err := c.parseWriteOptions()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	obj, err := c.readObjectBody(o)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	created, code, err := c.createObject(obj, o)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.writeObject(code, created, out)
+}
+
+// createObject runs the create path for obj: metadata, strategy, validation, namespace
+// lifecycle, storage.
+func (c *call) createObject(obj *unstructured.Unstructured, o writeOptions) (*unstructured.Unstructured, int, error) {
+	if err := c.checkNamespace(obj); err != nil {
+		return nil, 0, err
+	}
+	c.info.Name = obj.GetName()
+	generated := obj.GetName() == "" && obj.GetGenerateName() != ""
+	c.prepareCreate(obj)
+	if err := c.validate(obj, nil); err != nil {
+		return nil, 0, err
+	}
+	if err := c.checkNamespaceLifecycle(obj.GetNamespace()); err != nil {
+		return nil, 0, err
+	}
+	if o.dryRun {
+		return obj, http.StatusCreated, nil
+	}
+	for attempt := 0; ; attempt++ {
+		created, err := c.h.store.Create(c.ctx, c.kind.Key(obj.GetNamespace(), obj.GetName()), obj)
+		if err != nil && generated && attempt < 4 && errors.Is(err, storage.ErrAlreadyExists) {
+			obj.SetName(obj.GetGenerateName() + utilrand.String(5))
+			continue
+		}
+		if err != nil {
+			return nil, 0, statusError(err, c.gr, obj.GetName())
+		}
+		return created, http.StatusCreated, nil
+	}
+}
+
+// prepareCreate sets the metadata the server owns on a new object.
+func (c *call) prepareCreate(obj *unstructured.Unstructured) {
+	if obj.GetName() == "" && obj.GetGenerateName() != "" {
+		obj.SetName(obj.GetGenerateName() + utilrand.String(5))
+	}
+	obj.SetUID(types.UID(uuid.NewString()))
+	obj.SetCreationTimestamp(metav1.NewTime(c.h.now().UTC()))
+	obj.SetResourceVersion("")
+	obj.SetDeletionTimestamp(nil)
+	obj.SetDeletionGracePeriodSeconds(nil)
+	obj.SetSelfLink("")
+	obj.SetGeneration(1)
+	if c.kind.Status {
+		unstructured.RemoveNestedField(obj.Object, "status")
+	}
+	c.kind.StrategyOrDefault().PrepareForCreate(obj)
+}
+
+
+// prepareUpdate makes obj, the proposed new state, a valid successor of old: server-owned
+// metadata is kept, the status subresource split is enforced and generation moves when
+// anything but metadata and status changed.
+func (c *call) prepareUpdate(obj, old *unstructured.Unstructured) *unstructured.Unstructured {
+	switch {
+	case c.info.Subresource == "status":
+		next := old.DeepCopy()
+		if st, ok := obj.Object["status"]; ok {
+			next.Object["status"] = st
+		} else {
+			delete(next.Object, "status")
+		}
+		obj = next
+	case c.info.Subresource == "finalize":
+		next := old.DeepCopy()
+		fin, _, _ := unstructured.NestedFieldCopy(obj.Object, "spec", "finalizers")
+		if fin == nil {
+			unstructured.RemoveNestedField(next.Object, "spec", "finalizers")
+		} else {
+			_ = unstructured.SetNestedField(next.Object, fin, "spec", "finalizers")
+		}
+		obj = next
+	case c.kind.Status:
+		if st, ok := old.Object["status"]; ok {
+			obj.Object["status"] = st
+		} else {
+			delete(obj.Object, "status")
+		}
+	}
+	obj.SetUID(old.GetUID())
+	obj.SetCreationTimestamp(old.GetCreationTimestamp())
+	obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
+	obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+	obj.SetNamespace(old.GetNamespace())
+	obj.SetName(old.GetName())
+	obj.SetSelfLink("")
+	obj.SetResourceVersion(old.GetResourceVersion())
+	gen := old.GetGeneration()
+	if specChanged(obj, old) {
+		gen++
+	}
+	obj.SetGeneration(gen)
+	c.kind.StrategyOrDefault().PrepareForUpdate(obj, old)
+	return obj
+}
+
+// specChanged reports whether anything but metadata and status differs.
+func specChanged(a, b *unstructured.Unstructured) bool {
+	for k, v := range a.Object {
+		if k == "metadata" || k == "status" || k == "apiVersion" || k == "kind" {
+			continue
+		}
+		if !reflect.DeepEqual(v, b.Object[k]) {
+			return true
+		}
+	}
+	for k := range b.Object {
+		if k == "metadata" || k == "status" || k == "apiVersion" || k == "kind" {
+			continue
+		}
+		if _, ok := a.Object[k]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *call) update() {
+	out, err := negotiate(c.r.Header.Get("Accept"))
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	o, err := c.parseWriteOptions()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	obj, err := c.readObjectBody(o)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if obj.GetName() == "" {
+		obj.SetName(c.info.Name)
+	} else if obj.GetName() != c.info.Name {
+		c.fail(apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), c.info.Name)))
+		return
+	}
+	if err := c.checkNamespace(obj); err != nil {
+		c.fail(err)
+		return
+	}
+	var pre *storage.Preconditions
+	if rv := obj.GetResourceVersion(); rv != "" {
+		if _, err := storage.ParseRevision(rv); err != nil {
+			c.fail(invalid(c, "metadata.resourceVersion", rv, "must be a resource version returned by the server"))
+			return
+		}
+		pre = &storage.Preconditions{ResourceVersion: rv}
+	}
+	updated, err := c.updateObject(pre, o, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		return obj.DeepCopy(), nil
+	})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	c.writeObject(http.StatusOK, updated, out)
+}
+
+// updateObject is the read-modify-write of update and patch: next computes the proposed
+// state from the current one; the handler then enforces metadata, strategy and validation.
+// An object being deleted whose last finalizer goes is deleted.
+func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error)) (*unstructured.Unstructured, error) {
+	fn := func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		proposed, err := next(cur)
+		if err != nil {
+			return nil, err
+		}
+		obj := c.prepareUpdate(proposed, cur)
+		if err := c.validate(obj, cur); err != nil {
+			return nil, err
+		}
+		return obj, nil
+	}
+	key := c.key()
+	if o.dryRun {
+		cur, err := c.h.store.Get(c.ctx, key)
+		if err != nil {
+			return nil, statusError(err, c.gr, c.info.Name)
+		}
+		if pre != nil && pre.ResourceVersion != cur.GetResourceVersion() {
+			return nil, statusError(&storage.Error{Kind: storage.ErrConflict, Key: key}, c.gr, c.info.Name)
+		}
+		return fn(cur)
+	}
+	updated, err := c.h.store.GuaranteedUpdate(c.ctx, key, storage.UpdateOptions{Preconditions: pre}, fn)
+	if err != nil {
+		return nil, statusError(err, c.gr, c.info.Name)
+	}
+	if updated.GetDeletionTimestamp() != nil && !c.holdsDeletion(updated) {
+		if _, err := c.h.store.Delete(c.ctx, key, storage.DeleteOptions{Preconditions: &storage.Preconditions{UID: updated.GetUID(), ResourceVersion: updated.GetResourceVersion()}}); err != nil && !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrConflict) {
+			return nil, statusError(err, c.gr, c.info.Name)
+		}
+	}
+	return updated, nil
+}
+
+// holdsDeletion reports whether something still holds a deleted object back: a finalizer,
+// or what the kind's strategy adds (a namespace's spec.finalizers).
+func (c *call) holdsDeletion(obj *unstructured.Unstructured) bool {
+	if len(obj.GetFinalizers()) > 0 {
+		return true
+	}
+	if d, ok := c.kind.StrategyOrDefault().(DeletionHolder); ok {
+		return d.HoldsDeletion(obj)
+	}
+	return false
+}
+
+// DeletionHolder is implemented by strategies of kinds whose deletion waits on more than
+// metadata.finalizers, and that change an object as its deletion begins (a namespace turns
+// Terminating and waits for its content to go).
+type DeletionHolder interface {
+	// PrepareForDelete adjusts an object that is about to get its deletionTimestamp.
+	PrepareForDelete(obj *unstructured.Unstructured)
+	// HoldsDeletion reports whether the object must stay after its deletionTimestamp is set.
+	HoldsDeletion(obj *unstructured.Unstructured) bool
+}
+
+func toJSON(obj *unstructured.Unstructured) ([]byte, error) { return json.Marshal(obj.Object) }

@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"kubeos.dev/kube/internal/etcd"
+	"kubeos.dev/kube/internal/server"
+)
+
+// NewCommand returns the root command.
+func NewCommand(out, errOut io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kube",
+		Short:         "Kube: a programmable control plane serving the Kubernetes API",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(out)
+	root.SetErr(errOut)
+	root.AddCommand(newServerCommand(out, errOut), newEtcdCommand(out, errOut))
+	return root
+}
+
+// signalContext ends on SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func newServerCommand(out, errOut io.Writer) *cobra.Command {
+	var o server.Options
+	var logLevel string
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the control plane: etcd (embedded by default), the API server and the controllers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(errOut, logLevel)
+			if err != nil {
+				return err
+			}
+			o.Out, o.Log = out, log
+			o.Complete()
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if abs, err := filepath.Abs(o.DataDir); err == nil {
+				o.DataDir = abs
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			fmt.Fprintf(out, "Data directory: %s\n", o.DataDir)
+			s, err := server.New(ctx, o)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "Admin kubeconfig: %s\nexport KUBECONFIG=%s\n", s.KubeconfigPath, s.KubeconfigPath)
+			return s.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.DataDir, "data-dir", "", "directory for etcd data, the PKI and the admin kubeconfig (default "+server.DefaultDataDir()+")")
+	f.StringVar(&o.BindAddress, "bind-address", "127.0.0.1", "IP address to serve HTTPS on")
+	f.IntVar(&o.SecurePort, "secure-port", 6443, "port to serve HTTPS on (0: any free port)")
+	f.StringVar(&o.AdvertiseAddress, "advertise-address", "", "IP address clients reach this server on; added to the serving certificate")
+	f.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "external etcd members (comma-separated URLs); empty runs an embedded etcd")
+	f.StringVar(&o.EtcdCertFile, "etcd-certfile", "", "client certificate for the external etcd")
+	f.StringVar(&o.EtcdKeyFile, "etcd-keyfile", "", "client key for the external etcd")
+	f.StringVar(&o.EtcdCAFile, "etcd-cafile", "", "CA that verifies the external etcd members")
+	f.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often etcd history is compacted (0 disables)")
+	f.IntVar(&o.WatchCacheSize, "watch-cache-size", 1000, "recent events kept per resource for watches to resume from")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func newEtcdCommand(out, errOut io.Writer) *cobra.Command {
+	var o etcd.MemberOptions
+	var clientURLs, peerURLs string
+	cmd := &cobra.Command{
+		Use:   "etcd",
+		Short: "Run one etcd member, e.g. one of a three-member cluster that several kube servers share",
+		Example: `  kube etcd --name e1 --data-dir /tmp/e1 --listen-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster e1=http://127.0.0.1:2380,e2=http://127.0.0.1:2382,e3=http://127.0.0.1:2384`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.DataDir == "" {
+				return fmt.Errorf("--data-dir is required")
+			}
+			o.ClientURLs = splitList(clientURLs)
+			o.PeerURLs = splitList(peerURLs)
+			ctx, stop := signalContext()
+			defer stop()
+			m, err := etcd.StartMember(ctx, o)
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			fmt.Fprintf(out, "etcd member %s serving clients on %s\n", o.Name, strings.Join(m.ClientURLs(), ","))
+			select {
+			case <-ctx.Done():
+				return nil
+			case err := <-m.Err():
+				return err
+			}
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Name, "name", "default", "member name, as in --initial-cluster")
+	f.StringVar(&o.DataDir, "data-dir", "", "member data directory (required)")
+	f.StringVar(&clientURLs, "listen-client-urls", "http://127.0.0.1:2379", "URLs to serve clients on")
+	f.StringVar(&peerURLs, "listen-peer-urls", "http://127.0.0.1:2380", "URLs to serve peers on")
+	f.StringVar(&o.InitialCluster, "initial-cluster", "", "name=peerURL,... of every member (default: this member alone)")
+	f.StringVar(&o.ClusterToken, "initial-cluster-token", "kube-etcd", "token that tells this cluster from others")
+	f.StringVar(&o.LogLevel, "log-level", "error", "etcd log level")
+	return cmd
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,261 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/rest"
+
+	"kubeos.dev/kube/internal/apiserver/discovery"
+	"kubeos.dev/kube/internal/apiserver/filters"
+	"kubeos.dev/kube/internal/apiserver/openapi"
+	"kubeos.dev/kube/internal/apiserver/request"
+	restapi "kubeos.dev/kube/internal/apiserver/rest"
+	"kubeos.dev/kube/internal/etcd"
+	"kubeos.dev/kube/internal/pki"
+	"kubeos.dev/kube/internal/registry"
+	"kubeos.dev/kube/internal/storage"
+	"kubeos.dev/kube/internal/watchcache"
+)
+
+// Server is a prepared Kube server: etcd is up, the PKI and kubeconfig exist and the port
+// is bound. Run serves.
+type Server struct {
+	opts     Options
+	member   *etcd.Member
+	client   *clientv3.Client
+	pki      *pki.PKI
+	listener net.Listener
+	metrics  *prometheus.Registry
+
+	// Registry is the type registry the API serves.
+	Registry *registry.Registry
+	// Store is the object store.
+	Store *storage.Store
+	// URL is the server's https address.
+	URL string
+	// KubeconfigPath is the admin kubeconfig.
+	KubeconfigPath string
+
+	ready     chan struct{}
+	readyOnce sync.Once
+}
+
+// New prepares a server from completed, validated options: it starts etcd (or connects to
+// it), ensures the PKI, binds the port and writes the admin kubeconfig. On error everything
+// started is stopped again.
+func New(ctx context.Context, o Options) (_ *Server, err error) {
+	s := &Server{opts: o, ready: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if len(o.EtcdServers) == 0 {
+		s.member, err = etcd.StartMember(ctx, etcd.MemberOptions{
+			Name:          "kube",
+			DataDir:       filepath.Join(o.DataDir, "etcd"),
+			UnsafeNoFsync: o.EtcdUnsafeNoFsync,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.client, err = etcd.NewClient(etcd.ClientOptions{Endpoints: s.member.ClientURLs()})
+	} else {
+		s.client, err = etcd.NewClient(etcd.ClientOptions{Endpoints: o.EtcdServers, CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile, CAFile: o.EtcdCAFile})
+	}
+	if err != nil {
+		return nil, err
+	}
+	hosts := []string{}
+	if o.AdvertiseAddress != "" {
+		hosts = append(hosts, o.AdvertiseAddress)
+	}
+	if ip := net.ParseIP(o.BindAddress); ip != nil && !ip.IsUnspecified() {
+		hosts = append(hosts, o.BindAddress)
+	}
+	if s.pki, err = pki.Ensure(pki.Options{Dir: filepath.Join(o.DataDir, "pki"), Hosts: hosts}); err != nil {
+		return nil, err
+	}
+	if s.listener, err = net.Listen("tcp", net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))); err != nil {
+		return nil, fmt.Errorf("--secure-port: %w", err)
+	}
+	host := o.BindAddress
+	if ip := net.ParseIP(host); ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if o.AdvertiseAddress != "" {
+			host = o.AdvertiseAddress
+		}
+	}
+	port := s.listener.Addr().(*net.TCPAddr).Port
+	s.URL = "https://" + net.JoinHostPort(host, strconv.Itoa(port))
+	s.KubeconfigPath = filepath.Join(o.DataDir, "kubeconfig")
+	if err = pki.WriteKubeconfig(s.KubeconfigPath, s.URL, s.pki.CAPEM, s.pki.AdminCertPEM, s.pki.AdminKeyPEM, pki.AdminUser); err != nil {
+		return nil, err
+	}
+	s.Store = storage.New(s.client)
+	s.Registry = registry.New()
+	for _, k := range registry.Builtins() {
+		s.Registry.Add(k)
+	}
+	return s, nil
+}
+
+// Ready is closed once the server serves and its bootstrap objects exist.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// LoopbackConfig is a client configuration for in-process controllers: it authenticates as
+// user with a client certificate issued by the server's CA.
+func (s *Server) LoopbackConfig(user string, groups ...string) (*rest.Config, error) {
+	certPEM, keyPEM, err := s.pki.IssueClientCert(user, groups, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{
+		Host:            s.URL,
+		TLSClientConfig: rest.TLSClientConfig{CAData: s.pki.CAPEM, CertData: certPEM, KeyData: keyPEM},
+		QPS:             -1,
+		UserAgent:       user,
+	}, nil
+}
+
+// Run serves until ctx ends, then stops everything in reverse start order.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.close()
+	o := s.opts
+	cacheCtx, stopCaches := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopCaches()
+	caches := watchcache.NewSet(cacheCtx, watchcache.Options{Store: s.Store, EventBufferSize: o.WatchCacheSize})
+
+	s.metrics = prometheus.NewRegistry()
+	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := filters.NewMetrics(s.metrics)
+
+	watchesDone := make(chan struct{})
+	resources := restapi.New(restapi.Options{
+		Registry: s.Registry, Store: s.Store, Caches: caches, Log: o.Log,
+		OpenWatches: m.OpenWatches, Done: watchesDone,
+	})
+	disc := discovery.New(s.Registry)
+	oapi := openapi.New(s.Registry)
+	health := &health{client: s.client, ready: s.ready}
+
+	mux := http.NewServeMux()
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if info, ok := request.InfoFrom(r.Context()); ok && info.IsResourceRequest {
+			resources.ServeHTTP(w, r)
+			return
+		}
+		disc.ServeHTTP(w, r)
+	})
+	mux.Handle("/api", api)
+	mux.Handle("/api/", api)
+	mux.Handle("/apis", api)
+	mux.Handle("/apis/", api)
+	mux.Handle("/openapi/", oapi)
+	mux.Handle("/version", http.HandlerFunc(serveVersion))
+	mux.Handle("/version/", http.HandlerFunc(serveVersion))
+	mux.Handle("/healthz", health.handler("healthz", false))
+	mux.Handle("/healthz/", health.handler("healthz", false))
+	mux.Handle("/livez", health.handler("livez", false))
+	mux.Handle("/livez/", health.handler("livez", false))
+	mux.Handle("/readyz", health.handler("readyz", true))
+	mux.Handle("/readyz/", health.handler("readyz", true))
+	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}))
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		restapi.WriteStatus(w, notFound(r.URL.Path))
+	}))
+	handler := filters.Chain(mux, filters.Options{
+		Authenticators: []filters.Authenticator{filters.X509{}},
+		Metrics:        m,
+		Log:            o.Log,
+	})
+	tlsConfig, err := s.pki.ServingTLSConfig()
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		TLSConfig:         tlsConfig,
+		ReadHeaderTimeout: 30 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          nil,
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(tls.NewListener(s.listener, tlsConfig)) }()
+
+	if err := s.bootstrap(ctx); err != nil {
+		srv.Close()
+		return err
+	}
+	compactor := &storage.Compactor{Client: s.client, Interval: o.CompactionInterval, Log: o.Log}
+	var wg sync.WaitGroup
+	ctrlCtx, stopControllers := context.WithCancel(ctx)
+	defer stopControllers()
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = compactor.Start(ctrlCtx) }()
+	if err := s.startControllers(ctrlCtx, &wg); err != nil {
+		stopControllers()
+		wg.Wait()
+		srv.Close()
+		return err
+	}
+	s.readyOnce.Do(func() { close(s.ready) })
+	fmt.Fprintf(o.Out, "Kube is ready at %s\n", s.URL)
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		stopControllers()
+		wg.Wait()
+		return fmt.Errorf("serving HTTPS: %w", err)
+	}
+	// Stop in reverse: controllers, then HTTP (drain requests, end watches), caches, etcd.
+	stopControllers()
+	wg.Wait()
+	close(watchesDone)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	stopCaches()
+	if errors.Is(err, context.DeadlineExceeded) {
+		srv.Close()
+	}
+	return nil
+}
+
+func (s *Server) close() {
+	if s.listener != nil {
+		s.listener.Close()
+	}
+	if s.client != nil {
+		s.client.Close()
+	}
+	if s.member != nil {
+		s.member.Close()
+		s.member = nil
+	}
+}
+
+// serveVersion answers /version. kubectl parses gitVersion as strict semver.
+func serveVersion(w http.ResponseWriter, r *http.Request) {
+	data, _ := json.Marshal(versionInfo())
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(data)
+}
+
+func trimSlash(p string) string { return strings.TrimSuffix(p, "/") }
