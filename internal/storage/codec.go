@@ -9,22 +9,31 @@ import (
 )
 
 // encode returns the stored form of obj: its JSON without metadata.resourceVersion, which
-// etcd's mod revision stands for.
+// etcd's mod revision stands for. It never changes obj, which may be shared (an object from a
+// cache passed as UpdateOptions.Current is read concurrently by other goroutines).
 func encode(key string, obj *unstructured.Unstructured) ([]byte, error) {
 	if obj == nil || obj.Object == nil {
 		return nil, errorf(ErrInvalidObject, key, "no object")
 	}
-	md, _ := obj.Object["metadata"].(map[string]any)
-	var rv any
-	hadRV := false
-	if md != nil {
-		rv, hadRV = md["resourceVersion"]
-		delete(md, "resourceVersion")
+	v := obj.Object
+	if md, ok := v["metadata"].(map[string]any); ok {
+		if _, has := md["resourceVersion"]; has {
+			// Shallow copies of the two maps on the path: cheap, and obj stays untouched.
+			md2 := make(map[string]any, len(md))
+			for k, x := range md {
+				if k != "resourceVersion" {
+					md2[k] = x
+				}
+			}
+			v2 := make(map[string]any, len(v))
+			for k, x := range v {
+				v2[k] = x
+			}
+			v2["metadata"] = md2
+			v = v2
+		}
 	}
-	data, err := json.Marshal(obj.Object)
-	if hadRV {
-		md["resourceVersion"] = rv
-	}
+	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, errorf(ErrInvalidObject, key, "%v", err)
 	}

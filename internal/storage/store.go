@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -173,8 +174,12 @@ func (s *Store) List(ctx context.Context, prefix string, o ListOptions) (*ListRe
 	}
 }
 
-// Count returns how many keys start with prefix.
+// Count returns how many keys are under prefix, which is taken as a directory as in List: a
+// missing final "/" is added, so that namespace "ns1" does not count "ns10".
 func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
 	resp, err := s.client.Get(ctx, prefix, clientv3.WithRange(prefixEnd(prefix)), clientv3.WithCountOnly())
 	if err != nil {
 		return 0, wrapEtcd(prefix, err)
@@ -211,18 +216,31 @@ type UpdateOptions struct {
 // key's mod revision, retrying with the fresh state whenever another writer got there first.
 // An update that changes nothing is not written and returns the current state. The returned
 // object carries the new resourceVersion.
+//
+// When o.Current is given, it is trusted only as far as a successful write or a confirmed
+// no-op: if the preconditions or fn fail on it, the update is retried once on the state read
+// from etcd, since the cached copy may simply be stale.
 func (s *Store) GuaranteedUpdate(ctx context.Context, key string, o UpdateOptions, fn UpdateFunc) (*unstructured.Unstructured, error) {
-	cur := o.Current
+	var cur *unstructured.Unstructured
 	var curData []byte
-	if cur != nil {
-		var err error
-		if curData, err = encode(key, cur); err != nil {
-			cur = nil
+	fromCache := false
+	if o.Current != nil {
+		if data, err := encode(key, o.Current); err == nil {
+			cur, curData, fromCache = o.Current, data, true
 		}
 	}
-	if cur == nil {
+	// refresh replaces a cached state with the stored one.
+	refresh := func() error {
 		var err error
-		if cur, curData, err = s.getRaw(ctx, key); err != nil && !(o.AllowCreate && errors.Is(err, ErrNotFound)) {
+		fromCache = false
+		cur, curData, err = s.getRaw(ctx, key)
+		if err != nil && !(o.AllowCreate && errors.Is(err, ErrNotFound)) {
+			return err
+		}
+		return nil
+	}
+	if !fromCache {
+		if err := refresh(); err != nil {
 			return nil, err
 		}
 	}
@@ -234,6 +252,12 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, o UpdateOption
 		var curRev int64
 		if cur != nil {
 			if err := o.Preconditions.check(key, cur); err != nil {
+				if fromCache {
+					if err := refresh(); err != nil {
+						return nil, err
+					}
+					continue
+				}
 				return nil, err
 			}
 			in = cur.DeepCopy()
@@ -243,6 +267,12 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, o UpdateOption
 		}
 		out, err := fn(in)
 		if err != nil {
+			if fromCache {
+				if err := refresh(); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			return nil, err
 		}
 		data, err := encode(key, out)
@@ -251,15 +281,13 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, o UpdateOption
 		}
 		if cur != nil && string(data) == string(curData) {
 			// Nothing changed: no write, no new revision (as kube-apiserver).
-			if o.Current != nil && cur == o.Current {
+			if fromCache {
 				// Confirm the cached state is still current before claiming success.
-				fresh, freshData, err := s.getRaw(ctx, key)
-				if err != nil {
+				cachedRV := cur.GetResourceVersion()
+				if err := refresh(); err != nil {
 					return nil, err
 				}
-				if fresh.GetResourceVersion() != cur.GetResourceVersion() {
-					cur, curData = fresh, freshData
-					o.Current = nil
+				if cur == nil || cur.GetResourceVersion() != cachedRV {
 					continue
 				}
 			}
@@ -279,7 +307,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, o UpdateOption
 			return out, nil
 		}
 		// Someone else wrote first: retry with what is stored now.
-		o.Current = nil
+		fromCache = false
 		kvs := resp.Responses[0].GetResponseRange().Kvs
 		if len(kvs) == 0 {
 			cur, curData = nil, nil
@@ -311,7 +339,9 @@ type DeleteOptions struct {
 	Validate func(cur *unstructured.Unstructured) error
 }
 
-// Delete removes key if the preconditions hold and returns its last state.
+// Delete removes key if the preconditions hold and returns its last state, whose
+// resourceVersion is the revision of the deletion (as kube-apiserver returns it, and as the
+// watch's Deleted event carries it).
 func (s *Store) Delete(ctx context.Context, key string, o DeleteOptions) (*unstructured.Unstructured, error) {
 	cur, _, err := s.getRaw(ctx, key)
 	if err != nil {
@@ -336,6 +366,7 @@ func (s *Store) Delete(ctx context.Context, key string, o DeleteOptions) (*unstr
 			return nil, wrapEtcd(key, err)
 		}
 		if resp.Succeeded {
+			setRevision(cur, resp.Header.Revision)
 			return cur, nil
 		}
 		kvs := resp.Responses[0].GetResponseRange().Kvs
@@ -352,13 +383,22 @@ type continueToken struct {
 	APIVersion string `json:"v"`
 	Revision   int64  `json:"rv"`
 	Start      string `json:"start"`
+	// Prefix is a hash of the listed prefix: a token is refused for any other list, where
+	// its start key would mean a different position.
+	Prefix uint32 `json:"p"`
 }
 
 // EncodeContinue makes the opaque token for a list of prefix that resumes at key start,
 // reading at rev.
 func EncodeContinue(rev int64, start, prefix string) string {
-	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", Revision: rev, Start: strings.TrimPrefix(start, prefix)})
+	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", Revision: rev, Start: strings.TrimPrefix(start, prefix), Prefix: prefixHash(prefix)})
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func prefixHash(prefix string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(prefix))
+	return h.Sum32()
 }
 
 // DecodeContinue returns the key to resume at and the revision of a token made by
@@ -374,6 +414,9 @@ func DecodeContinue(token, prefix string) (start string, rev int64, err error) {
 	}
 	if t.APIVersion != "meta.k8s.io/v1" || t.Revision <= 0 {
 		return "", 0, errorf(ErrInvalidContinue, "", "unknown token version or revision")
+	}
+	if t.Prefix != prefixHash(prefix) {
+		return "", 0, errorf(ErrInvalidContinue, "", "the token belongs to another list")
 	}
 	if strings.Contains(t.Start, "/../") || strings.HasPrefix(t.Start, "../") || strings.HasPrefix(t.Start, "/") {
 		return "", 0, errorf(ErrInvalidContinue, "", "start key escapes the listed prefix")
