@@ -108,7 +108,7 @@ func mustCreate(t *testing.T, s Store, key string, obj *unstructured.Unstructure
 	return out
 }
 
-// mustUpdate sets data.k to v and returns the new state.
+// mustUpdate applies mutate through GuaranteedUpdate and returns the new state.
 func mustUpdate(t *testing.T, s Store, key string, mutate func(obj *unstructured.Unstructured)) *unstructured.Unstructured {
 	t.Helper()
 	out, err := s.GuaranteedUpdate(t.Context(), key, storage.UpdateOptions{}, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {

@@ -1,0 +1,190 @@
+package registry
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"kubeos.dev/kube/internal/storage"
+)
+
+// Kind defines one resource.
+type Kind struct {
+	Group, Version string
+	// Kind and ListKind are the object kinds, e.g. ConfigMap and ConfigMapList.
+	Kind, ListKind string
+	// Resource is the plural resource name, Singular its singular.
+	Resource, Singular     string
+	ShortNames, Categories []string
+	Namespaced             bool
+	// Verbs the resource supports; nil means every verb.
+	Verbs []string
+	// Status says the resource has a status subresource: writes to the main resource
+	// ignore status and writes to status ignore everything else.
+	Status bool
+	// Scale, when set, gives the resource a scale subresource.
+	Scale *Scale
+	// NewTyped returns an empty typed Go object for built-in kinds (nil for custom
+	// resources). The handlers use it to decode protobuf bodies and as the schema of
+	// strategic merge patches.
+	NewTyped func() runtime.Object
+	// NewTypedList returns an empty typed list (e.g. *corev1.ConfigMapList) for built-in
+	// kinds, nil for custom resources.
+	NewTypedList func() runtime.Object
+	// Columns printed in Table output after Name; Age is always last. TableColumns gives
+	// the complete list.
+	Columns []Column
+	// FullColumns says Columns is the complete list: no Name or Age is added. Kinds whose
+	// upstream printer has no Age column (roles, events, CRDs) or prints it before wide
+	// columns (role bindings) use it.
+	FullColumns bool
+	// Attrs returns labels and selectable fields; nil means storage.DefaultAttrs.
+	Attrs storage.AttrFunc
+	// Strategy prepares and validates objects; nil means DefaultStrategy.
+	Strategy Strategy
+	// Schema is the OpenAPI schema of the object, for discovery of fields (explain) and
+	// field validation. May be nil. Use OpenAPISchema, which also consults SchemaFunc.
+	Schema *spec.Schema
+	// SchemaFunc computes the schema on first use when Schema is nil (built-in kinds: their
+	// schemas $ref the definitions in Definitions, which are costly to build at start).
+	SchemaFunc func() *spec.Schema
+	// SchemaName is the definition name in OpenAPI v2, e.g. io.k8s.api.core.v1.ConfigMap.
+	SchemaName string
+}
+
+// Scale locates the fields the scale subresource reads and writes.
+type Scale struct {
+	SpecReplicasPath, StatusReplicasPath, LabelSelectorPath string
+}
+
+// Column is one Table column.
+type Column struct {
+	Name, Type, Format, Description string
+	Priority                        int32
+	// Cell computes the cell of one object.
+	Cell func(obj *unstructured.Unstructured) any
+	// CellAt, when set, is used instead of Cell: for cells relative to the time of the
+	// request (ages, "last seen").
+	CellAt func(obj *unstructured.Unstructured, now time.Time) any
+}
+
+// Value computes the cell of obj at time now.
+func (c *Column) Value(obj *unstructured.Unstructured, now time.Time) any {
+	switch {
+	case c.CellAt != nil:
+		return c.CellAt(obj, now)
+	case c.Cell != nil:
+		return c.Cell(obj)
+	}
+	return nil
+}
+
+// Strategy is the per-kind part of create and update.
+type Strategy interface {
+	// PrepareForCreate adjusts a new object before validation (e.g. clears status).
+	PrepareForCreate(obj *unstructured.Unstructured)
+	// PrepareForUpdate adjusts an updated object given the stored one.
+	PrepareForUpdate(obj, old *unstructured.Unstructured)
+	// Validate checks a new object.
+	Validate(obj *unstructured.Unstructured) field.ErrorList
+	// ValidateUpdate checks an update.
+	ValidateUpdate(obj, old *unstructured.Unstructured) field.ErrorList
+}
+
+// OpenAPISchema is the schema of the object: Schema, or else SchemaFunc's result (nil if
+// neither is set). For built-in kinds it is the OpenAPI v2 definition of the Go type, whose
+// $refs ("#/definitions/<name>") point into Definitions.
+func (k *Kind) OpenAPISchema() *spec.Schema {
+	if k.Schema != nil {
+		return k.Schema
+	}
+	if k.SchemaFunc != nil {
+		return k.SchemaFunc()
+	}
+	return nil
+}
+
+// TableColumns is every column of the kind's Table, in order: Name, Columns, Age — or
+// Columns alone when FullColumns is set.
+func (k *Kind) TableColumns() []Column {
+	if k.FullColumns {
+		return k.Columns
+	}
+	out := make([]Column, 0, len(k.Columns)+2)
+	out = append(out, NameColumn())
+	out = append(out, k.Columns...)
+	return append(out, AgeColumn())
+}
+
+// GroupVersion of the kind.
+func (k *Kind) GroupVersion() schema.GroupVersion {
+	return schema.GroupVersion{Group: k.Group, Version: k.Version}
+}
+
+// GVK of objects of the kind.
+func (k *Kind) GVK() schema.GroupVersionKind { return k.GroupVersion().WithKind(k.Kind) }
+
+// GVR of the resource.
+func (k *Kind) GVR() schema.GroupVersionResource {
+	return k.GroupVersion().WithResource(k.Resource)
+}
+
+// APIVersion as written in objects: "v1" or "group/version".
+func (k *Kind) APIVersion() string { return k.GroupVersion().String() }
+
+// Prefix is the storage key prefix of the resource.
+func (k *Kind) Prefix() string { return storage.ResourcePrefix(k.Group, k.Resource) }
+
+// Key is the storage key of one object.
+func (k *Kind) Key(namespace, name string) string {
+	return storage.Key(k.Group, k.Resource, namespace, name)
+}
+
+// AllVerbs is what a resource supports unless its Kind narrows it.
+var AllVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+// VerbList is the verbs the resource supports.
+func (k *Kind) VerbList() []string {
+	if k.Verbs != nil {
+		return k.Verbs
+	}
+	return AllVerbs
+}
+
+// Supports reports whether the resource allows verb.
+func (k *Kind) Supports(verb string) bool {
+	for _, v := range k.VerbList() {
+		if v == verb {
+			return true
+		}
+	}
+	return false
+}
+
+// AttrFunc is the kind's selectable fields function.
+func (k *Kind) AttrFunc() storage.AttrFunc {
+	if k.Attrs != nil {
+		return k.Attrs
+	}
+	return storage.DefaultAttrs
+}
+
+// StrategyOrDefault is the kind's strategy.
+func (k *Kind) StrategyOrDefault() Strategy {
+	if k.Strategy != nil {
+		return k.Strategy
+	}
+	return DefaultStrategy{}
+}
+
+// DefaultStrategy validates only object metadata, which every kind shares.
+type DefaultStrategy struct{}
+
+func (DefaultStrategy) PrepareForCreate(*unstructured.Unstructured)                    {}
+func (DefaultStrategy) PrepareForUpdate(_, _ *unstructured.Unstructured)               {}
+func (DefaultStrategy) Validate(*unstructured.Unstructured) field.ErrorList            { return nil }
+func (DefaultStrategy) ValidateUpdate(_, _ *unstructured.Unstructured) field.ErrorList { return nil }
