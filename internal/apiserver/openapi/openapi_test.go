@@ -477,3 +477,29 @@ func BenchmarkServeV3Index5000(b *testing.B) {
 		get(b, h, "/openapi/v3", "application/json")
 	}
 }
+
+func TestBuiltins(t *testing.T) {
+	h := New(newRegistry(registry.Builtins()...))
+	models := protoModels(t, h, acceptProto)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	dc, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := openapi3.NewRoot(dc.OpenAPIV3())
+	for _, k := range registry.Builtins() {
+		name, _ := definitionNames(k)
+		if models.LookupModel(name) == nil {
+			t.Errorf("%s: no v2 model %s", k.GVR(), name)
+		}
+		path := "/api/" + k.Version + "/"
+		if k.Group != "" {
+			path = "/apis/" + k.Group + "/" + k.Version + "/"
+		}
+		if k.Namespaced {
+			path += "namespaces/{namespace}/"
+		}
+		checkV3(t, root, k.GVK(), name, path+k.Resource+"/{name}", true)
+	}
+}
