@@ -13,7 +13,6 @@ import (
 	"k8s.io/kube-openapi/pkg/cached"
 	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/handler3"
-	"k8s.io/kube-openapi/pkg/openapiconv"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
@@ -218,7 +217,7 @@ func newSwagger() *spec.Swagger {
 
 // groupVersionDocument builds the OpenAPI 3 document of the kinds of one group-version.
 func (h *Handler) groupVersionDocument(kinds []*registry.Kind, fragments map[*registry.Kind]*fragment) *spec3.OpenAPI {
-	paths := &spec.Paths{Paths: map[string]spec.PathItem{}}
+	paths := &spec3.Paths{Paths: map[string]*spec3.Path{}}
 	schemas := map[string]*spec.Schema{}
 	var refs []string
 	for _, k := range kinds {
@@ -243,7 +242,7 @@ func (h *Handler) groupVersionDocument(kinds []*registry.Kind, fragments map[*re
 			Title:   "Kubernetes",
 			Version: "unversioned",
 		}},
-		Paths:      openapiconv.ConvertPaths(paths),
+		Paths:      paths,
 		Components: &spec3.Components{Schemas: schemas},
 	}
 }

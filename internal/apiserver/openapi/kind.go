@@ -7,6 +7,7 @@ import (
 	generatedopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/openapiconv"
+	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"kubeos.dev/kube/internal/registry"
@@ -28,7 +29,23 @@ const (
 	extPreserveUnkn = "x-kubernetes-preserve-unknown-fields"
 )
 
-func ref(name string) spec.Ref { return spec.MustCreateRef(defPrefix + common.EscapeJsonPointer(name)) }
+// refs caches parsed $refs by target: parsing one is costly, and a document has many.
+var refs sync.Map // string → spec.Ref
+
+func cachedRef(target string) spec.Ref {
+	if r, ok := refs.Load(target); ok {
+		return r.(spec.Ref)
+	}
+	r := spec.MustCreateRef(target)
+	refs.Store(target, r)
+	return r
+}
+
+func ref(name string) spec.Ref { return cachedRef(defPrefix + common.EscapeJsonPointer(name)) }
+
+func refV3(name string) spec.Ref {
+	return cachedRef("#/components/schemas/" + common.EscapeJsonPointer(name))
+}
 
 func refSchema(name, description string) spec.Schema {
 	return spec.Schema{SchemaProps: spec.SchemaProps{Ref: ref(name), Description: description}}
@@ -65,9 +82,11 @@ type fragment struct {
 	// refs are the definitions the kind's definitions and paths reference directly, outside
 	// defs.
 	refs []string
-	// paths with every parameter inline (OpenAPI v3 per group-version documents) and with
-	// the common query parameters as references to the document's parameters (v2).
-	paths, v2paths map[string]spec.PathItem
+	// paths in OpenAPI v3 form, every parameter inline (kubectl looks for fieldValidation
+	// among a PATCH operation's own parameters), and in v2 form, the common query
+	// parameters as references to the document's parameters.
+	paths   map[string]*spec3.Path
+	v2paths map[string]spec.PathItem
 }
 
 func indexKey(group, version string) string {
@@ -205,14 +224,15 @@ func buildFragment(k *registry.Kind) *fragment {
 			}
 		}
 	}
-	f.paths = kindPaths(k, objectName, listName, false)
+	inline := kindPaths(k, objectName, listName, false)
 	f.v2paths = kindPaths(k, objectName, listName, true)
+	f.paths = newV3Converter().paths(inline)
 
 	seen := map[string]bool{}
 	for _, d := range f.defs {
 		collectRefs(&d, seen)
 	}
-	for _, p := range f.paths {
+	for _, p := range inline {
 		collectPathRefs(&p, seen)
 	}
 	for name := range seen {

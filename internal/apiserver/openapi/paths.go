@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 
@@ -74,18 +75,31 @@ type pathBuilder struct {
 	produces, watchTypes []string
 	patchTypes           []string
 	refParams            bool
+	resp                 map[string]*spec.Responses
 }
 
 func (b *pathBuilder) params(names ...string) []spec.Parameter {
 	out := make([]spec.Parameter, 0, len(names))
 	for _, name := range names {
 		if b.refParams {
-			out = append(out, spec.Parameter{Refable: spec.Refable{Ref: spec.MustCreateRef(v2ParamRef(name))}})
+			out = append(out, spec.Parameter{Refable: spec.Refable{Ref: cachedRef(v2ParamRef(name))}})
 		} else {
 			out = append(out, queryParams[name])
 		}
 	}
 	return out
+}
+
+// responses returns the responses of an operation returning def; operations that return
+// the same share one value.
+func (b *pathBuilder) responses(def string, codes ...int) *spec.Responses {
+	key := fmt.Sprint(def, codes)
+	if r, ok := b.resp[key]; ok {
+		return r
+	}
+	r := responses(def, codes...)
+	b.resp[key] = r
+	return r
 }
 
 func bodyParam(def string) spec.Parameter {
@@ -136,7 +150,7 @@ func pathParam(name, description string) spec.Parameter {
 
 // kindPaths returns the paths of a kind's operations, as kube-apiserver publishes them.
 func kindPaths(k *registry.Kind, object, list string, refParams bool) map[string]spec.PathItem {
-	b := &pathBuilder{k: k, object: object, list: list, refParams: refParams}
+	b := &pathBuilder{k: k, object: object, list: list, refParams: refParams, resp: map[string]*spec.Responses{}}
 	b.idBase, b.tag = operationNames(k.Group, k.Version)
 	b.produces = []string{"application/json", "application/yaml"}
 	b.patchTypes = crPatchTypes
@@ -172,15 +186,15 @@ func kindPaths(k *registry.Kind, object, list string, refParams bool) map[string
 	coll.Parameters = append(append([]spec.Parameter{}, scopeParams...), pretty...)
 	if k.Supports("list") {
 		coll.Get = b.op("list", scope+kind, "list", "list or watch objects of kind "+kind, gvk, b.watchTypes, []string{"*/*"},
-			b.params(listParams...), responses(list, 200))
+			b.params(listParams...), b.responses(list, 200))
 	}
 	if k.Supports("create") {
 		coll.Post = b.op("create", scope+kind, "post", "create a "+kind, gvk, b.produces, []string{"*/*"},
-			append([]spec.Parameter{bodyParam(object)}, b.params(writeParams...)...), responses(object, 200, 201, 202))
+			append([]spec.Parameter{bodyParam(object)}, b.params(writeParams...)...), b.responses(object, 200, 201, 202))
 	}
 	if k.Supports("deletecollection") {
 		coll.Delete = b.op("delete", "Collection"+scope+kind, "deletecollection", "delete collection of "+kind, gvk, b.produces, []string{"*/*"},
-			append([]spec.Parameter{bodyParam(deleteOptsName)}, b.params(deleteCollectionParams...)...), responses(statusName, 200))
+			append([]spec.Parameter{bodyParam(deleteOptsName)}, b.params(deleteCollectionParams...)...), b.responses(statusName, 200))
 	}
 	if coll.Get != nil || coll.Post != nil || coll.Delete != nil {
 		out[collection] = coll
@@ -191,19 +205,19 @@ func kindPaths(k *registry.Kind, object, list string, refParams bool) map[string
 	one.Parameters = append(append([]spec.Parameter{nameParam}, scopeParams...), pretty...)
 	if k.Supports("get") {
 		one.Get = b.op("read", scope+kind, "get", "read the specified "+kind, gvk, b.produces, []string{"*/*"},
-			nil, responses(object, 200))
+			nil, b.responses(object, 200))
 	}
 	if k.Supports("update") {
 		one.Put = b.op("replace", scope+kind, "put", "replace the specified "+kind, gvk, b.produces, []string{"*/*"},
-			append([]spec.Parameter{bodyParam(object)}, b.params(writeParams...)...), responses(object, 200, 201))
+			append([]spec.Parameter{bodyParam(object)}, b.params(writeParams...)...), b.responses(object, 200, 201))
 	}
 	if k.Supports("patch") {
 		one.Patch = b.op("patch", scope+kind, "patch", "partially update the specified "+kind, gvk, b.produces, b.patchTypes,
-			append([]spec.Parameter{bodyParam(patchName)}, b.params(patchParams...)...), responses(object, 200, 201))
+			append([]spec.Parameter{bodyParam(patchName)}, b.params(patchParams...)...), b.responses(object, 200, 201))
 	}
 	if k.Supports("delete") {
 		one.Delete = b.op("delete", scope+kind, "delete", "delete a "+kind, gvk, b.produces, []string{"*/*"},
-			append([]spec.Parameter{bodyParam(deleteOptsName)}, b.params(deleteParams...)...), responses(statusName, 200, 202))
+			append([]spec.Parameter{bodyParam(deleteOptsName)}, b.params(deleteParams...)...), b.responses(statusName, 200, 202))
 	}
 	if one.Get != nil || one.Put != nil || one.Patch != nil || one.Delete != nil {
 		out[item] = one
@@ -213,7 +227,7 @@ func kindPaths(k *registry.Kind, object, list string, refParams bool) map[string
 		out[root+"/"+k.Resource] = spec.PathItem{PathItemProps: spec.PathItemProps{
 			Parameters: b.params(append([]string{"pretty"}, listParams...)...),
 			Get: b.op("list", kind+"ForAllNamespaces", "list", "list or watch objects of kind "+kind, gvk, b.watchTypes, []string{"*/*"},
-				nil, responses(list, 200)),
+				nil, b.responses(list, 200)),
 		}}
 	}
 	if k.Supports("watch") {
@@ -224,18 +238,18 @@ func kindPaths(k *registry.Kind, object, list string, refParams bool) map[string
 			out[root+"/watch/"+k.Resource] = spec.PathItem{PathItemProps: spec.PathItemProps{
 				Parameters: watchParams,
 				Get: b.op("watch", kind+"ListForAllNamespaces", "watchlist", "watch individual changes to a list of "+kind+". deprecated: use the 'watch' parameter with a list operation instead.",
-					gvk, b.watchTypes, []string{"*/*"}, nil, responses(watchEventName, 200)),
+					gvk, b.watchTypes, []string{"*/*"}, nil, b.responses(watchEventName, 200)),
 			}}
 		}
 		out[watchRoot+"/"+k.Resource] = spec.PathItem{PathItemProps: spec.PathItemProps{
 			Parameters: append(append([]spec.Parameter{}, scopeParams...), watchParams...),
 			Get: b.op("watch", scope+kind+"List", "watchlist", "watch individual changes to a list of "+kind+". deprecated: use the 'watch' parameter with a list operation instead.",
-				gvk, b.watchTypes, []string{"*/*"}, nil, responses(watchEventName, 200)),
+				gvk, b.watchTypes, []string{"*/*"}, nil, b.responses(watchEventName, 200)),
 		}}
 		out[watchRoot+"/"+k.Resource+"/{name}"] = spec.PathItem{PathItemProps: spec.PathItemProps{
 			Parameters: append(append([]spec.Parameter{nameParam}, scopeParams...), watchParams...),
 			Get: b.op("watch", scope+kind, "watch", "watch changes to an object of kind "+kind+". deprecated: use the 'watch' parameter with a list operation instead, filtered to a single item with the 'fieldSelector' parameter.",
-				gvk, b.watchTypes, []string{"*/*"}, nil, responses(watchEventName, 200)),
+				gvk, b.watchTypes, []string{"*/*"}, nil, b.responses(watchEventName, 200)),
 		}}
 	}
 
@@ -244,11 +258,11 @@ func kindPaths(k *registry.Kind, object, list string, refParams bool) map[string
 		var p spec.PathItem
 		p.Parameters = append(append([]spec.Parameter{pathParam("name", "name of the "+idSuffix)}, scopeParams...), pretty...)
 		p.Get = b.op("read", scope+kind+idSuffix, "get", "read "+name+" of the specified "+kind, gvk, b.produces, []string{"*/*"},
-			nil, responses(def, 200))
+			nil, b.responses(def, 200))
 		p.Put = b.op("replace", scope+kind+idSuffix, "put", "replace "+name+" of the specified "+kind, gvk, b.produces, []string{"*/*"},
-			append([]spec.Parameter{bodyParam(def)}, b.params(writeParams...)...), responses(def, 200, 201))
+			append([]spec.Parameter{bodyParam(def)}, b.params(writeParams...)...), b.responses(def, 200, 201))
 		p.Patch = b.op("patch", scope+kind+idSuffix, "patch", "partially update "+name+" of the specified "+kind, gvk, b.produces, b.patchTypes,
-			append([]spec.Parameter{bodyParam(patchName)}, b.params(patchParams...)...), responses(def, 200, 201))
+			append([]spec.Parameter{bodyParam(patchName)}, b.params(patchParams...)...), b.responses(def, 200, 201))
 		out[item+"/"+name] = p
 	}
 	if k.Status {
