@@ -324,3 +324,28 @@ func BenchmarkServeAggregated5000(b *testing.B) {
 		h.ServeHTTP(rec, req)
 	}
 }
+
+// TestConcurrentChange reads discovery while the registry changes (run with -race).
+func TestConcurrentChange(t *testing.T) {
+	reg := newRegistry(testKinds()...)
+	h := New(reg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			k := syntheticKinds(1)[0]
+			reg.Add(k)
+			reg.Remove(k.GVR())
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if resp := get(t, h, "/apis", acceptK33, ""); resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /apis: %d", resp.StatusCode)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
@@ -502,4 +503,36 @@ func TestBuiltins(t *testing.T) {
 		}
 		checkV3(t, root, k.GVK(), name, path+k.Resource+"/{name}", true)
 	}
+}
+
+// TestConcurrentChange reads the documents while the registry changes (run with -race).
+func TestConcurrentChange(t *testing.T) {
+	reg := newRegistry(testKinds()...)
+	h := New(reg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 50; i++ {
+			k := syntheticKinds(1)[0]
+			reg.Add(k)
+			reg.Remove(k.GVR())
+		}
+	}()
+	var wg sync.WaitGroup
+	for _, path := range []string{"/openapi/v2", "/openapi/v3", "/openapi/v3/apis/example.com/v1"} {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if resp := get(t, h, path, "application/json"); resp.StatusCode != http.StatusOK {
+					t.Errorf("GET %s: %d", path, resp.StatusCode)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
