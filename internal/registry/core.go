@@ -29,8 +29,8 @@ const (
 
 const immutableMsg = "field is immutable when `immutable` is set"
 
-// namespaceKind: cluster-scoped; status.phase is Active on create (the handler sets
-// Terminating on delete); spec.finalizers gets "kubernetes" on create and changes only
+// namespaceKind: cluster-scoped; status.phase is Active on create (Terminating on delete,
+// see namespaceStrategy); spec.finalizers gets "kubernetes" on create and changes only
 // through the finalize subresource; the kubernetes.io/metadata.name label mirrors the name.
 func namespaceKind() *Kind {
 	k := kindBase("", "v1", "namespaces", "namespace", func() *corev1.Namespace { return &corev1.Namespace{} }, func() *corev1.NamespaceList { return &corev1.NamespaceList{} })
@@ -43,7 +43,7 @@ func namespaceKind() *Kind {
 		f["status.phase"] = str(obj, "status", "phase")
 		f["name"] = obj.GetName() // kube-apiserver keeps this legacy alias of metadata.name
 	})
-	k.Strategy = &typedStrategy[*corev1.Namespace]{
+	k.Strategy = namespaceStrategy{&typedStrategy[*corev1.Namespace]{
 		name:   nameDNSLabel,
 		newObj: func() *corev1.Namespace { return &corev1.Namespace{} },
 		prepareCreate: func(obj *unstructured.Unstructured) {
@@ -74,7 +74,7 @@ func namespaceKind() *Kind {
 			}
 			return errs
 		},
-	}
+	}}
 	return &k
 }
 

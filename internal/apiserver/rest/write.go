@@ -242,7 +242,6 @@ func (c *call) prepareCreate(obj *unstructured.Unstructured) {
 	c.kind.StrategyOrDefault().PrepareForCreate(obj)
 }
 
-
 // prepareUpdate makes obj, the proposed new state, a valid successor of old: server-owned
 // metadata is kept, the status subresource split is enforced and generation moves when
 // anything but metadata and status changed.
@@ -285,7 +284,13 @@ func (c *call) prepareUpdate(obj, old *unstructured.Unstructured) *unstructured.
 		gen++
 	}
 	obj.SetGeneration(gen)
-	c.kind.StrategyOrDefault().PrepareForUpdate(obj, old)
+	if c.info.Subresource == "" {
+		// The strategy adjusts writes of the whole object. A subresource write is already
+		// the stored object with only the subresource's fields replaced; running the
+		// strategy would undo it (a namespace's strategy keeps the stored
+		// spec.finalizers, which is what the finalize subresource changes).
+		c.kind.StrategyOrDefault().PrepareForUpdate(obj, old)
+	}
 	return obj
 }
 

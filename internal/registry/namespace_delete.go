@@ -1,0 +1,26 @@
+package registry
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// namespaceStrategy adds to the namespace strategy what a namespace's deletion needs, as
+// kube-apiserver's namespace storage does: the delete marks the namespace Terminating, and
+// it stays until the namespace controller has deleted its content and removed the
+// "kubernetes" entry of spec.finalizers (through the finalize subresource). The REST handler
+// finds these methods through its DeletionHolder interface.
+type namespaceStrategy struct {
+	Strategy
+}
+
+// PrepareForDelete sets status.phase to Terminating as the deletionTimestamp is set.
+func (namespaceStrategy) PrepareForDelete(obj *unstructured.Unstructured) {
+	_ = unstructured.SetNestedField(obj.Object, string(corev1.NamespaceTerminating), "status", "phase")
+}
+
+// HoldsDeletion reports whether spec.finalizers still holds the namespace.
+func (namespaceStrategy) HoldsDeletion(obj *unstructured.Unstructured) bool {
+	fins, _, _ := unstructured.NestedSlice(obj.Object, "spec", "finalizers")
+	return len(fins) > 0
+}
