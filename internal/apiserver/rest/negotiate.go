@@ -150,7 +150,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // writeJSON writes v as a JSON response with an explicit Content-Type (without one, Go
 // sniffs text/plain and every client fails).
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	data, err := json.Marshal(v)
+	data, err := appendJSON(make([]byte, 0, 1024), v)
 	if err != nil {
 		data, _ = json.Marshal(map[string]any{"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "encoding the response: " + err.Error(), "reason": "InternalError", "code": 500})
 		code = http.StatusInternalServerError

@@ -211,12 +211,11 @@ func (c *call) writeList(lm metav1.ListMeta, items []*unstructured.Unstructured)
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		b, err := json.Marshal(it.Object)
-		if err != nil {
+		var err error
+		if buf, err = appendJSON(buf, it.Object); err != nil {
 			c.h.log.Error("encode list item", "err", err)
-			b = []byte("{}")
+			buf = append(buf, "{}"...)
 		}
-		buf = append(buf, b...)
 		if len(buf) > 48*1024 {
 			if _, err := c.w.Write(buf); err != nil {
 				return

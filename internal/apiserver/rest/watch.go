@@ -162,11 +162,15 @@ func (c *call) encodeEvent(metadataOnly bool) func(ev *watchcache.Event) ([]byte
 				obj = ev.Object.Object
 			}
 		}
-		b, err := json.Marshal(map[string]any{"type": string(ev.Type), "object": obj})
+		b := make([]byte, 0, 1024)
+		b = append(b, `{"type":`...)
+		b = appendString(b, string(ev.Type))
+		b = append(b, `,"object":`...)
+		b, err := appendJSON(b, obj)
 		if err != nil {
 			return nil, err
 		}
-		return append(b, '\n'), nil
+		return append(b, '}', '\n'), nil
 	}
 }
 
