@@ -135,6 +135,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteStatus(w, methodNotSupported(c.gr, info.Verb))
 		return
 	}
+	if (info.Verb == "update" || info.Verb == "patch") && info.Name == "" {
+		// A collection takes no PUT or PATCH.
+		WriteStatus(w, methodNotSupported(c.gr, info.Verb))
+		return
+	}
 	if !kind.Supports(info.Verb) {
 		WriteStatus(w, methodNotSupported(c.gr, info.Verb))
 		return

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"kubeos.dev/kube/internal/storage"
 )
@@ -93,7 +94,7 @@ func (c *call) patch() {
 			return nil, patchError(err)
 		}
 		if !checkedFields {
-			if err := c.checkFields(o, patched); err != nil {
+			if err := c.checkPatchedFields(o, patch, patched); err != nil {
 				return nil, err
 			}
 			checkedFields = true
@@ -105,8 +106,11 @@ func (c *call) patch() {
 		if obj.GetAPIVersion() != cur.GetAPIVersion() || obj.GetKind() != cur.GetKind() {
 			return nil, apierrors.NewBadRequest("a patch may not change apiVersion or kind")
 		}
-		if obj.GetName() != cur.GetName() || obj.GetNamespace() != cur.GetNamespace() {
-			return nil, invalid(c, "metadata.name", obj.GetName(), "a patch may not change the name or namespace")
+		if obj.GetName() != cur.GetName() {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), cur.GetName()))
+		}
+		if obj.GetNamespace() != cur.GetNamespace() {
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 		}
 		if rv := obj.GetResourceVersion(); rv != "" && rv != cur.GetResourceVersion() {
 			// A resourceVersion in the patch is a precondition, as upstream.
@@ -119,6 +123,28 @@ func (c *call) patch() {
 		return
 	}
 	c.writeObject(http.StatusOK, updated, out)
+}
+
+// checkPatchedFields is checkFields for the result of a JSON, merge or strategic merge
+// patch. As kube-apiserver, it blames the patch: a result the kind's Go type cannot hold, or
+// unknown fields under Strict, fail with 422 Invalid on the field "patch".
+func (c *call) checkPatchedFields(o writeOptions, patch, patched []byte) error {
+	errs, decodeErr := c.fieldErrors(patched)
+	msg := ""
+	switch {
+	case decodeErr != nil:
+		msg = decodeErr.Error()
+	case len(errs) == 0 || o.fieldValidation == "Ignore":
+		return nil
+	case o.fieldValidation == "Strict":
+		msg = strictMessage(errs)
+	default:
+		for _, e := range errs {
+			addWarning(c.w, e.Error())
+		}
+		return nil
+	}
+	return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(patch), msg)})
 }
 
 func patchError(err error) error {

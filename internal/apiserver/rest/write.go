@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 
 	"kubeos.dev/kube/internal/storage"
 )
@@ -32,9 +33,10 @@ type writeOptions struct {
 func (c *call) parseWriteOptions() (writeOptions, error) {
 	q := c.r.URL.Query()
 	var o writeOptions
+	var errs field.ErrorList
 	for _, d := range q["dryRun"] {
 		if d != metav1.DryRunAll {
-			return o, invalid(c, "dryRun", d, "supported values: \"All\"")
+			errs = append(errs, field.NotSupported(field.NewPath("dryRun"), d, []string{metav1.DryRunAll}))
 		}
 		o.dryRun = true
 	}
@@ -45,32 +47,62 @@ func (c *call) parseWriteOptions() (writeOptions, error) {
 			o.fieldValidation = "Warn"
 		}
 	default:
-		return o, apierrors.NewBadRequest(fmt.Sprintf("fieldValidation %q is invalid: supported values are Ignore, Warn and Strict", fv))
+		errs = append(errs, field.NotSupported(field.NewPath("fieldValidation"), fv, []string{"", "Ignore", "Strict", "Warn"}))
+	}
+	if len(errs) > 0 {
+		return o, optionsInvalid(c.info.Verb, errs)
 	}
 	return o, nil
 }
 
+// optionsInvalid is the 422 for bad query parameters of a write, named after the options
+// kind that carries them (CreateOptions, UpdateOptions, ...) as kube-apiserver names it.
+func optionsInvalid(verb string, errs field.ErrorList) error {
+	kind := map[string]string{"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions", "delete": "DeleteOptions", "deletecollection": "DeleteOptions"}[verb]
+	return apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind(kind).GroupKind(), "", errs)
+}
+
 // checkFields applies fieldValidation to a body: unknown or duplicate fields fail the request
 // under Strict and become Warning headers under Warn.
+//
+// A body a built-in kind's Go type cannot hold at all (a number where a string belongs) is
+// refused under every fieldValidation with 400, as kube-apiserver's decoder refuses it.
 func (c *call) checkFields(o writeOptions, data []byte) error {
-	if o.fieldValidation == "Ignore" {
-		return nil
+	errs, decodeErr := c.fieldErrors(data)
+	if decodeErr != nil {
+		return apierrors.NewBadRequest(decodeErr.Error())
 	}
-	errs := strictErrors(c.kind, data)
-	if len(errs) == 0 {
+	if len(errs) == 0 || o.fieldValidation == "Ignore" {
 		return nil
 	}
 	if o.fieldValidation == "Strict" {
-		msgs := make([]string, len(errs))
-		for i, e := range errs {
-			msgs[i] = e.Error()
-		}
-		return apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+		return apierrors.NewBadRequest(strictMessage(errs))
 	}
 	for _, e := range errs {
 		addWarning(c.w, e.Error())
 	}
 	return nil
+}
+
+// fieldErrors splits what strictErrors finds into the unknown and duplicate fields and the
+// error that made the body undecodable, if any.
+func (c *call) fieldErrors(data []byte) (fieldErrs []error, decodeErr error) {
+	for _, e := range strictErrors(c.kind, data) {
+		if _, ok := e.(kjson.FieldError); ok {
+			fieldErrs = append(fieldErrs, e)
+		} else if decodeErr == nil {
+			decodeErr = fmt.Errorf("%s in version %q cannot be handled as a %s: %w", c.kind.Kind, c.kind.Version, c.kind.Kind, e)
+		}
+	}
+	return fieldErrs, decodeErr
+}
+
+func strictMessage(errs []error) string {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return "strict decoding error: " + strings.Join(msgs, ", ")
 }
 
 func addWarning(w http.ResponseWriter, text string) {
