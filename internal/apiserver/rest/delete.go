@@ -90,7 +90,7 @@ func (c *call) deleteOptions() (*metav1.DeleteOptions, writeOptions, error) {
 }
 
 func (c *call) delete() {
-	out, err := negotiate(c.r.Header.Get("Accept"))
+	out, err := c.negotiate()
 	if err != nil {
 		c.fail(err)
 		return

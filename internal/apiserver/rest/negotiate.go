@@ -28,15 +28,20 @@ const (
 	outObject  output = iota // the object or list itself
 	outTable                 // meta.k8s.io Table
 	outPartial               // PartialObjectMetadata(List)
+	outProtobuf              // the object or list in protobuf (built-in kinds)
 )
 
-// negotiate picks the response shape from the Accept header. Kube answers JSON only; a
-// client that prefers protobuf but accepts JSON gets JSON (clients decode by Content-Type).
-func negotiate(accept string) (output, error) {
+// negotiate picks the response shape from the Accept header. Objects of built-in kinds
+// (protobufOK) are answered in protobuf when the client prefers it; everything else is JSON,
+// which every client also accepts (clients decode by Content-Type).
+func negotiateFor(accept string, protobufOK bool) (output, error) {
 	if accept == "" {
 		return outObject, nil
 	}
 	for _, a := range goautoneg.ParseAccept(accept) {
+		if a.Type == "application" && a.SubType == "vnd.kubernetes.protobuf" && len(a.Params) == 0 && protobufOK {
+			return outProtobuf, nil
+		}
 		jsonish := (a.Type == "application" && (a.SubType == "json" || a.SubType == "*")) || (a.Type == "*" && a.SubType == "*")
 		if !jsonish {
 			continue
@@ -57,6 +62,14 @@ func negotiate(accept string) (output, error) {
 	}
 	return 0, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schemaGR0, "",
 		"only the following media types are accepted: application/json, application/json;as=Table;g=meta.k8s.io;v=v1, application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", 0, false)
+}
+
+// negotiate picks a JSON response shape (watch streams are always JSON).
+func negotiate(accept string) (output, error) { return negotiateFor(accept, false) }
+
+// negotiate picks the response shape for this call's kind.
+func (c *call) negotiate() (output, error) {
+	return negotiateFor(c.r.Header.Get("Accept"), c.kind.NewTyped != nil)
 }
 
 // MaxBodyBytes is the largest request body Kube reads (as kube-apiserver: 3 MiB).

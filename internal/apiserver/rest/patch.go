@@ -24,7 +24,7 @@ const (
 )
 
 func (c *call) patch() {
-	out, err := negotiate(c.r.Header.Get("Accept"))
+	out, err := c.negotiate()
 	if err != nil {
 		c.fail(err)
 		return

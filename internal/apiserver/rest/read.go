@@ -20,7 +20,7 @@ import (
 )
 
 func (c *call) get() {
-	out, err := negotiate(c.r.Header.Get("Accept"))
+	out, err := c.negotiate()
 	if err != nil {
 		c.fail(err)
 		return
@@ -52,6 +52,8 @@ func (c *call) writeObject(code int, obj *unstructured.Unstructured, out output)
 		writeJSON(c.w, code, c.table([]*unstructured.Unstructured{obj}, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()}, true))
 	case outPartial:
 		writeJSON(c.w, code, partial(obj))
+	case outProtobuf:
+		c.writeProto(code, obj)
 	default:
 		writeJSON(c.w, code, obj.Object)
 	}
@@ -150,7 +152,7 @@ func invalid(c *call, fld, value, msg string) error {
 }
 
 func (c *call) list() {
-	out, err := negotiate(c.r.Header.Get("Accept"))
+	out, err := c.negotiate()
 	if err != nil {
 		c.fail(err)
 		return
@@ -175,6 +177,8 @@ func (c *call) list() {
 			items[i] = partial(o)
 		}
 		writeJSON(c.w, http.StatusOK, map[string]any{"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": lm, "items": items})
+	case outProtobuf:
+		c.writeProtoList(lm, res.Items)
 	default:
 		c.writeList(lm, res.Items)
 	}
