@@ -24,7 +24,14 @@ cleanup() {
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
-trap 'echo "FAIL [$STEP]: command failed (exit $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
+# on_err reports a failed command once, with the line of the script's top level it ran
+# from (a failure inside a command substitution is reported by the line that used it).
+on_err() {
+	((BASH_SUBSHELL == 0)) || return 0
+	local line=${BASH_LINENO[-2]}
+	echo "FAIL [$STEP]: command failed (exit $1) at line $line: $(sed -n "${line}p" "$0" | sed 's/^[[:space:]]*//')" >&2
+}
+trap 'on_err $?' ERR
 
 step() {
 	STEP="$*"
@@ -91,6 +98,8 @@ out=$(k api-resources)
 expect_match "$out" '^configmaps +cm +v1 +true +ConfigMap$' "api-resources"
 expect_match "$out" '^namespaces +ns +v1 +false +Namespace$' "api-resources"
 expect_match "$out" '^roles +rbac.authorization.k8s.io/v1 +true +Role$' "api-resources"
+out=$(k api-resources -o wide)
+expect_match "$out" '^configmaps +cm +v1 +true +ConfigMap +create,delete,deletecollection,get,list,patch,update,watch *$' "api-resources -o wide (verbs)"
 out=$(k api-resources --namespaced=false -o name)
 expect_contains "$out" "namespaces" "api-resources --namespaced=false"
 grep -qx configmaps <<<"$out" && fail "api-resources --namespaced=false lists configmaps"
@@ -107,6 +116,7 @@ expect_eq "$out" "namespace/$NS created" "create namespace"
 expect_eq "$(k get namespace "$NS" -o jsonpath='{.status.phase}')" "Active" "namespace phase"
 expect_eq "$(k get namespace "$NS" -o 'jsonpath={.metadata.labels.kubernetes\.io/metadata\.name}')" "$NS" "namespace name label"
 expect_failure "create the namespace again" "AlreadyExists" k create namespace "$NS"
+expect_match "$(k get namespace "$NS")" "^$NS +Active +[0-9]+s\$" "get namespace (table)"
 
 step "create -f and get -o yaml|json|wide|jsonpath|name"
 cat >"$WORK/cm1.yaml" <<EOF
@@ -141,6 +151,15 @@ expect_match "$out" '^cm1 +2 +[0-9]+s$' "get (table)"
 expect_eq "$(jp cm/cm1 '{.data.color}')" "blue" "get -o jsonpath"
 expect_eq "$(kn get cm -o name)" "configmap/cm1" "get -o name"
 expect_failure "get a missing object" 'configmaps "nope" not found' kn get cm nope
+out=$(k get cm -A -l tier=none 2>&1)
+expect_eq "$out" "No resources found" "get -A without a match"
+out=$(k get cm -A --field-selector metadata.name=cm1 --show-labels)
+expect_match "$out" '^NAMESPACE +NAME +DATA +AGE +LABELS$' "get -A --show-labels header"
+expect_match "$out" "^$NS +cm1 +2 +[0-9]+s +<none>\$" "get -A --show-labels row"
+sed -e 's/name: cm1/name: bad/' -e 's/^data:$/  labels: {"-x": "y"}\ndata:/' "$WORK/cm1.yaml" >"$WORK/bad.yaml"
+out=$(k create -f "$WORK/bad.yaml" 2>&1 || true)
+expect_contains "$out" 'The ConfigMap "bad" is invalid' "create an invalid object"
+expect_contains "$out" "metadata.labels: Invalid value: \"-x\"" "create an invalid object (cause)"
 
 step "apply -f creates, then configures"
 cat >"$WORK/cm2.yaml" <<EOF
@@ -167,6 +186,15 @@ expect_eq "$(jp cm/cm2 '{.data.b}')" "" "apply removed data.b (three-way merge)"
 expect_contains "$(jp cm/cm2 '{.metadata.annotations}')" "kubectl.kubernetes.io/last-applied-configuration" "apply annotation"
 out=$(k apply --server-side -f "$WORK/cm2.yaml" --force-conflicts)
 expect_eq "$out" "configmap/cm2 serverside-applied" "apply --server-side"
+
+step "diff shows a change and changes nothing (a dry-run patch)"
+sed 's/  a: "10"/  a: "diff"/' "$WORK/cm2.yaml" >"$WORK/cm2-diff.yaml"
+rc=0
+out=$(k diff -f "$WORK/cm2-diff.yaml" 2>&1) || rc=$?
+expect_eq "$rc" "1" "diff exit code (differences found)"
+expect_match "$out" '^\+  a: diff$' "diff output"
+expect_eq "$(jp cm/cm2 '{.data.a}')" "10" "data after diff"
+out=$(k diff -f "$WORK/cm2.yaml" 2>&1) || fail "diff without a change: $out"
 
 step "label"
 out=$(kn label cm cm1 tier=web)
