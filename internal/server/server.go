@@ -71,6 +71,9 @@ func New(ctx context.Context, o Options) (_ *Server, err error) {
 			Name:          "kube",
 			DataDir:       filepath.Join(o.DataDir, "etcd"),
 			UnsafeNoFsync: o.EtcdUnsafeNoFsync,
+			// Alone on loopback: no peer can be slow, so elect at once and start fast.
+			HeartbeatInterval: 10 * time.Millisecond,
+			ElectionTimeout:   100 * time.Millisecond,
 		})
 		if err != nil {
 			return nil, err
