@@ -218,7 +218,7 @@ step "patch --type json"
 out=$(kn patch cm cm1 --type json -p '[{"op":"add","path":"/data/viaJSON","value":"j"},{"op":"replace","path":"/data/color","value":"red"}]')
 expect_eq "$out" "configmap/cm1 patched" "patch --type json"
 expect_eq "$(jp cm/cm1 '{.data.viaJSON}/{.data.color}')" "j/red" "json patch result"
-expect_failure "json patch test op" "" kn patch cm cm1 --type json -p '[{"op":"test","path":"/data/color","value":"green"}]'
+expect_failure "json patch test op (422)" "The request is invalid" kn patch cm cm1 --type json -p '[{"op":"test","path":"/data/color","value":"green"}]'
 expect_eq "$(jp cm/cm1 '{.data.color}')" "red" "failed json patch changed nothing"
 
 step "patch --type merge"
@@ -319,7 +319,7 @@ expect_eq "$(kn get cm --field-selector metadata.name!=cm1 -o name | sort | tr '
 out=$(kn get cm --field-selector metadata.name=nope 2>&1)
 expect_contains "$out" "No resources found in $NS namespace." "field selector without a match"
 expect_eq "$(k get cm -A --field-selector "metadata.name=cm1,metadata.namespace=$NS" -o name)" "configmap/cm1" "field selector across namespaces"
-expect_failure "unknown field selector" "" kn get cm --field-selector spec.nope=x
+expect_failure "unknown field selector" "field label not supported: spec.nope" kn get cm --field-selector spec.nope=x
 
 step "explain configmap.data"
 out=$(k explain configmap.data)
@@ -331,6 +331,7 @@ expect_contains "$out" "binaryData" "explain configmaps fields"
 
 step "get events (a core v1 Event made with create -f)"
 now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+cm1_uid=$(jp cm/cm1 '{.metadata.uid}')
 cat >"$WORK/event.yaml" <<EOF
 apiVersion: v1
 kind: Event
@@ -342,6 +343,7 @@ involvedObject:
   kind: ConfigMap
   name: cm1
   namespace: $NS
+  uid: $cm1_uid
 reason: E2EChecked
 message: checked by the kubectl e2e script
 type: Normal
@@ -360,6 +362,11 @@ out=$(kn get events --field-selector involvedObject.name=cm1,reason=E2EChecked -
 expect_eq "$out" "event/cm1.e2e" "get events --field-selector involvedObject.name"
 out=$(kn get events -o wide)
 expect_contains "$out" "kubectl-e2e" "get events -o wide (source column)"
+out=$(kn describe configmap cm1)
+expect_match "$out" "^Namespace: +$NS\$" "describe"
+expect_match "$out" '^  Normal +E2EChecked +[0-9]+s +kubectl-e2e +checked by the kubectl e2e script$' "describe lists the event"
+out=$(kn get cm cm1 -o custom-columns=NAME:.metadata.name,COLOR:.data.color,TIER:.metadata.labels.tier --no-headers)
+expect_match "$out" '^cm1 +replaced +web$' "get -o custom-columns"
 
 # ---------------------------------------------------------------------------------------
 step "get -w sees an added and a changed object"
