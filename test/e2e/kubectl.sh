@@ -2,8 +2,9 @@
 # kubectl.sh: the kubectl end-to-end script. It drives one kubectl binary ($KUBECTL, default
 # "kubectl") against the server of $KUBECONFIG and asserts, step by step, what a user would
 # check. Everything it creates lives in its own namespace, e2e-<version>-<random>, which it
-# deletes at the end, so several kubectl versions can run one after the other against one
-# server. The first failing step stops the script with a "FAIL [step]: ..." message.
+# deletes at the end (a failed run leaves it for inspection), so several kubectl versions can
+# run one after the other against one server. The first failing step stops the script with a
+# "FAIL [step]: ..." message.
 #
 #   KUBECTL=kubectl.1.27 KUBECONFIG=/path/to/kubeconfig test/e2e/kubectl.sh
 set -Eeuo pipefail
@@ -71,8 +72,9 @@ expect_failure() {
 	expect_contains "$out" "$needle" "$what"
 }
 
-# jp OBJECT JSONPATH: one field of an object in $NS.
-jp() { kn get "$1" -o "jsonpath=$2"; }
+# jp OBJECT JSONPATH: one field of an object in $NS. A failed get fails and prints a marker,
+# so that a comparison with an expected empty value does not pass by accident.
+jp() { kn get "$1" -o "jsonpath=$2" || { echo "<get $1 failed>" && return 1; }; }
 
 # wait_until SECONDS WHAT CMD...: retry CMD every 0.2 s until it succeeds.
 wait_until() {
@@ -420,7 +422,8 @@ EOF
 k create -f "$WORK/held.yaml" >/dev/null
 out=$(kn delete cm held --wait=false)
 expect_eq "$out" 'configmap "held" deleted' "delete with a finalizer"
-[[ -n "$(jp cm/held '{.metadata.deletionTimestamp}')" ]] || fail "the held object has no deletionTimestamp"
+ts=$(jp cm/held '{.metadata.deletionTimestamp}')
+[[ -n "$ts" ]] || fail "the held object has no deletionTimestamp"
 expect_failure "delete --wait times out while a finalizer holds the object" "timed out" kn delete cm held --timeout=2s
 "$KUBECTL" -n "$NS" wait --for=delete cm/held --timeout=60s >"$WORK/wait.out" 2>&1 &
 BG_PIDS+=($!)
@@ -472,7 +475,8 @@ expect_eq "$(k get namespace "$NS" -o jsonpath='{.status.phase}')" "Terminating"
 expect_failure "create in a terminating namespace" "because it is being terminated" kn create configmap late --from-literal=a=b
 only_held() { [[ "$(kn get cm,secrets,serviceaccounts,events -o name)" == "configmap/ns-held" ]]; }
 wait_until 120 "the namespace controller deleted the content (all but the held configmap)" only_held
-[[ -n "$(jp cm/ns-held '{.metadata.deletionTimestamp}')" ]] || fail "the held configmap was not deleted"
+ts=$(jp cm/ns-held '{.metadata.deletionTimestamp}')
+[[ -n "$ts" ]] || fail "the held configmap was not deleted"
 cond='{.status.conditions[?(@.type=="NamespaceFinalizersRemaining")].status}'
 fins_remaining() { [[ "$(k get namespace "$NS" -o "jsonpath=$cond")" == "True" ]]; }
 wait_until 30 "the namespace reports NamespaceFinalizersRemaining=True" fins_remaining
