@@ -168,6 +168,9 @@ func withMetrics(h http.Handler, m *Metrics) http.Handler {
 			}
 		}
 		verb := strings.ToUpper(info.Verb)
+		if !metricVerbs[verb] {
+			verb = "OTHER" // any token is a method: keep the label set small
+		}
 		sw := &statusWriter{ResponseWriter: w}
 		start := time.Now()
 		h.ServeHTTP(sw, r)
@@ -180,6 +183,12 @@ func withMetrics(h http.Handler, m *Metrics) http.Handler {
 			m.Latency.WithLabelValues(verb, resource).Observe(time.Since(start).Seconds())
 		}
 	})
+}
+
+// metricVerbs are the verb label values; other methods count as OTHER.
+var metricVerbs = map[string]bool{
+	"GET": true, "LIST": true, "WATCH": true, "CREATE": true, "UPDATE": true, "PATCH": true,
+	"DELETE": true, "DELETECOLLECTION": true, "POST": true, "PUT": true, "HEAD": true, "OPTIONS": true,
 }
 
 // anonymousAllowed are the paths a request without credentials may reach.

@@ -3,6 +3,7 @@ package request
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -13,16 +14,20 @@ type Info struct {
 	// Path is the URL path.
 	Path string
 	// Verb is a Kubernetes verb: get, list, watch, create, update, patch, delete,
-	// deletecollection; for non-resource requests the lower-case HTTP method.
+	// deletecollection, or VerbUnknown for another method; for non-resource requests the
+	// lower-case HTTP method.
 	Verb string
 	// APIPrefix is "api" or "apis".
-	APIPrefix string
+	APIPrefix            string
 	APIGroup, APIVersion string
 	Namespace, Resource  string
 	Subresource, Name    string
 	// Parts are the path segments after the namespace (or version for cluster paths).
 	Parts []string
 }
+
+// VerbUnknown is the verb of a resource request whose HTTP method maps to no Kubernetes verb.
+const VerbUnknown = "unknown"
 
 type infoKey struct{}
 
@@ -49,7 +54,9 @@ func InfoFrom(ctx context.Context) (*Info, bool) {
 func Parse(r *http.Request) *Info {
 	info := &Info{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
 	parts := splitPath(r.URL.Path)
-	if len(parts) < 1 || (parts[0] != "api" && parts[0] != "apis") {
+	if len(parts) < 1 || (parts[0] != "api" && parts[0] != "apis") || slices.Contains(parts, "") {
+		// An empty segment ("//") names nothing; the mux redirects such paths to their
+		// clean form.
 		return info
 	}
 	info.APIPrefix = parts[0]
@@ -121,6 +128,10 @@ func Parse(r *http.Request) *Info {
 		} else {
 			info.Verb = "delete"
 		}
+	default:
+		// Methods are case-sensitive: "delete" or "deletecollection" as a method must not
+		// pass for the verb.
+		info.Verb = VerbUnknown
 	}
 	return info
 }
