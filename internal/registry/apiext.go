@@ -20,6 +20,7 @@ func crdKind() *Kind {
 		func() *apiextensionsv1.CustomResourceDefinitionList {
 			return &apiextensionsv1.CustomResourceDefinitionList{}
 		})
+	k.Generation = true // metadata.generation moves on spec changes, as upstream
 	k.ShortNames = []string{"crd", "crds"}
 	k.Categories = categoryAPIExtensions
 	k.Status = true
@@ -48,6 +49,7 @@ func mutatingWebhookKind() *Kind {
 		func() *admissionregistrationv1.MutatingWebhookConfigurationList {
 			return &admissionregistrationv1.MutatingWebhookConfigurationList{}
 		})
+	k.Generation = true // metadata.generation moves on spec changes, as upstream
 	k.Categories = categoryAPIExtensions
 	k.Columns = []Column{webhooksColumn()}
 	k.Strategy = &typedStrategy[*admissionregistrationv1.MutatingWebhookConfiguration]{
@@ -74,6 +76,7 @@ func validatingWebhookKind() *Kind {
 		func() *admissionregistrationv1.ValidatingWebhookConfigurationList {
 			return &admissionregistrationv1.ValidatingWebhookConfigurationList{}
 		})
+	k.Generation = true // metadata.generation moves on spec changes, as upstream
 	k.Categories = categoryAPIExtensions
 	k.Columns = []Column{webhooksColumn()}
 	k.Strategy = &typedStrategy[*admissionregistrationv1.ValidatingWebhookConfiguration]{

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -54,6 +55,31 @@ type Kind struct {
 	SchemaFunc func() *spec.Schema
 	// SchemaName is the definition name in OpenAPI v2, e.g. io.k8s.api.core.v1.ConfigMap.
 	SchemaName string
+
+	// StorageVersion is the version objects are stored in; "" means Version. Every served
+	// version of a resource shares its storage keys, so objects read from storage may be in
+	// another version than the one a request names.
+	StorageVersion string
+	// FromStorage, when set, turns objects as stored into objects of this Kind's version:
+	// conversion (CRD webhook or apiVersion rewrite), defaulting on read, pruning. The
+	// objects it is given may be shared (watch cache) and must not be changed: it returns
+	// new objects for those it changes. nil: objects are served as stored.
+	FromStorage func(ctx context.Context, objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error)
+	// ToStorage, when set, turns a validated object of this Kind's version into the storage
+	// version. nil: stored as is.
+	ToStorage func(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
+	// Generation says metadata.generation is maintained (set to 1 on create, incremented on
+	// every change outside metadata and status), as for custom resources and kinds with a
+	// spec. Kinds without it (ConfigMap, Secret, ...) carry no generation, as upstream.
+	Generation bool
+}
+
+// FieldChecker is implemented by strategies that can list the unknown and duplicate fields
+// of a request body themselves (custom resources, from their schema); built-in kinds are
+// checked against their Go types.
+type FieldChecker interface {
+	// UnknownFields returns one error per unknown or duplicate field, with its path.
+	UnknownFields(data []byte) []error
 }
 
 // Scale locates the fields the scale subresource reads and writes.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"kubeos.dev/kube/internal/admission"
 	"kubeos.dev/kube/internal/storage"
 )
 
@@ -139,12 +140,22 @@ func (c *call) deleteObject(key string, opts *metav1.DeleteOptions, wo writeOpti
 			return nil, false, statusError(&storage.Error{Kind: storage.ErrConflict, Key: key, Detail: preconditionMessage(pre, cur)}, c.gr, cur.GetName())
 		}
 	}
+	if c.h.admission != nil {
+		old, err := c.fromStorage1(cur)
+		if err != nil {
+			return nil, false, err
+		}
+		if err := c.validateAdmission(admission.Delete, nil, old, wo.dryRun); err != nil {
+			return nil, false, err
+		}
+	}
 	gcFinalizer := c.gcFinalizer(opts)
 	holder, _ := c.kind.StrategyOrDefault().(DeletionHolder)
 	pending := len(cur.GetFinalizers()) > 0 || gcFinalizer != "" || (holder != nil && holder.HoldsDeletion(cur))
 	if !pending {
 		if wo.dryRun {
-			return cur, true, nil
+			out, err := c.fromStorage1(cur)
+			return out, true, err
 		}
 		last, err := c.h.store.Delete(c.ctx, key, storage.DeleteOptions{Preconditions: &storage.Preconditions{UID: cur.GetUID(), ResourceVersion: cur.GetResourceVersion()}})
 		if errors.Is(err, storage.ErrConflict) {
@@ -154,7 +165,8 @@ func (c *call) deleteObject(key string, opts *metav1.DeleteOptions, wo writeOpti
 		if err != nil {
 			return nil, false, statusError(err, c.gr, c.info.Name)
 		}
-		return last, true, nil
+		out, err := c.fromStorage1(last)
+		return out, true, err
 	}
 	mark := func(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		if obj.GetDeletionTimestamp() == nil {
@@ -162,7 +174,9 @@ func (c *call) deleteObject(key string, opts *metav1.DeleteOptions, wo writeOpti
 			obj.SetDeletionTimestamp(&now)
 			zero := int64(0)
 			obj.SetDeletionGracePeriodSeconds(&zero)
-			obj.SetGeneration(obj.GetGeneration() + 1)
+			if c.kind.Generation {
+				obj.SetGeneration(obj.GetGeneration() + 1)
+			}
 			if holder != nil {
 				holder.PrepareForDelete(obj)
 			}
@@ -181,13 +195,15 @@ func (c *call) deleteObject(key string, opts *metav1.DeleteOptions, wo writeOpti
 	}
 	if wo.dryRun {
 		o, _ := mark(cur.DeepCopy())
-		return o, false, nil
+		out, err := c.fromStorage1(o)
+		return out, false, err
 	}
 	updated, err := c.h.store.GuaranteedUpdate(c.ctx, key, storage.UpdateOptions{Preconditions: &storage.Preconditions{UID: cur.GetUID()}, Current: cur}, mark)
 	if err != nil {
 		return nil, false, statusError(err, c.gr, c.info.Name)
 	}
-	return updated, false, nil
+	out, err := c.fromStorage1(updated)
+	return out, false, err
 }
 
 // gcFinalizer is the finalizer the propagation policy asks for, when a garbage collector

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"kubeos.dev/kube/internal/admission"
 	"kubeos.dev/kube/internal/apiserver/request"
 	"kubeos.dev/kube/internal/registry"
 	"kubeos.dev/kube/internal/storage"
@@ -37,6 +38,8 @@ type Options struct {
 	// GarbageCollector says a garbage collector runs: deletes with the Foreground and
 	// Orphan policies then add its finalizers. Without one they would wait forever.
 	GarbageCollector bool
+	// Admission, when set, admits every create, update and delete.
+	Admission admission.Interface
 	// Done, when closed, ends every watch being served (server shutdown).
 	Done <-chan struct{}
 	// OpenWatches, when set, counts the watches being served by resource.
@@ -55,11 +58,12 @@ type Handler struct {
 	openWatches *prometheus.GaugeVec
 	gc          bool
 	done        <-chan struct{}
+	admission   admission.Interface
 }
 
 // New returns the REST handler.
 func New(o Options) *Handler {
-	h := &Handler{reg: o.Registry, store: o.Store, caches: o.Caches, now: o.Now, minWT: o.MinWatchTimeout, log: o.Log, openWatches: o.OpenWatches, gc: o.GarbageCollector, done: o.Done}
+	h := &Handler{reg: o.Registry, store: o.Store, caches: o.Caches, now: o.Now, minWT: o.MinWatchTimeout, log: o.Log, openWatches: o.OpenWatches, gc: o.GarbageCollector, done: o.Done, admission: o.Admission}
 	if h.now == nil {
 		h.now = time.Now
 	}

@@ -143,8 +143,12 @@ func decodeObject(data []byte) (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-// strictErrors lists the unknown and duplicate fields of a built-in kind's body.
+// strictErrors lists the unknown and duplicate fields of a body: built-in kinds against
+// their Go types, others through their strategy when it can tell (registry.FieldChecker).
 func strictErrors(kind *registry.Kind, data []byte) []error {
+	if fc, ok := kind.StrategyOrDefault().(registry.FieldChecker); ok {
+		return fc.UnknownFields(data)
+	}
 	if kind.NewTyped == nil {
 		return nil
 	}

@@ -61,6 +61,14 @@ func (c *call) patch() {
 		c.fail(err)
 		return
 	}
+	if c.info.Subresource == "scale" {
+		if mt == strategicPatchType || mt == applyPatchType {
+			c.fail(unsupportedMediaType(ct + " (the scale subresource takes JSON and merge patches)"))
+			return
+		}
+		c.scalePatch(o, mt, patch)
+		return
+	}
 	if mt == applyPatchType {
 		c.apply(patch, o, out)
 		return

@@ -38,8 +38,15 @@ func (c *call) get() {
 	} else {
 		obj, err = c.h.store.Get(c.ctx, c.key())
 	}
+	if err == nil {
+		obj, err = c.fromStorage1(obj)
+	}
 	if err != nil {
 		c.fail(err)
+		return
+	}
+	if c.info.Subresource == "scale" {
+		c.writeScale(http.StatusOK, obj)
 		return
 	}
 	c.writeObject(http.StatusOK, obj, out)
@@ -163,6 +170,9 @@ func (c *call) list() {
 		return
 	}
 	res, err := c.readList(p)
+	if err == nil {
+		res.Items, err = c.fromStorage(res.Items)
+	}
 	if err != nil {
 		c.fail(err)
 		return

@@ -20,3 +20,5 @@ var scheme = func() *runtime.Scheme {
 }()
 
 var schemaGR0 = schema.GroupResource{}
+
+func schemaGK(group, kind string) schema.GroupKind { return schema.GroupKind{Group: group, Kind: kind} }

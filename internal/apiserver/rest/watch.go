@@ -146,6 +146,7 @@ func (c *call) encodeEvent(metadataOnly bool) func(ev *watchcache.Event) ([]byte
 	}
 	return func(ev *watchcache.Event) ([]byte, error) {
 		var obj any
+		typ := string(ev.Type)
 		switch ev.Type {
 		case storage.Bookmark:
 			md := map[string]any{"resourceVersion": strconv.FormatInt(ev.Revision, 10)}
@@ -156,15 +157,20 @@ func (c *call) encodeEvent(metadataOnly bool) func(ev *watchcache.Event) ([]byte
 		case storage.ErrorEvent:
 			obj = eventStatus(ev.Err)
 		case storage.Added, storage.Modified, storage.Deleted:
+			o, err := c.fromStorageDetached(ev.Object)
+			if err != nil {
+				obj, typ = eventStatus(err), string(storage.ErrorEvent)
+				break
+			}
 			if metadataOnly {
-				obj = partial(ev.Object)
+				obj = partial(o)
 			} else {
-				obj = ev.Object.Object
+				obj = o.Object
 			}
 		}
 		b := make([]byte, 0, 1024)
 		b = append(b, `{"type":`...)
-		b = appendString(b, string(ev.Type))
+		b = appendString(b, typ)
 		b = append(b, `,"object":`...)
 		b, err := appendJSON(b, obj)
 		if err != nil {
@@ -192,7 +198,12 @@ func eventStatus(err error) metav1.Status {
 // tableFrame encodes a watch event whose object is a one-row Table; only the first carries
 // the column definitions, as kube-apiserver does.
 func (c *call) tableFrame(ev *watchcache.Event, withColumns bool) []byte {
-	t := c.table([]*unstructured.Unstructured{ev.Object}, metav1.ListMeta{ResourceVersion: strconv.FormatInt(ev.Revision, 10)}, true)
+	o, err := c.fromStorageDetached(ev.Object)
+	if err != nil {
+		b, _ := json.Marshal(map[string]any{"type": "ERROR", "object": eventStatus(err)})
+		return append(b, '\n')
+	}
+	t := c.table([]*unstructured.Unstructured{o}, metav1.ListMeta{ResourceVersion: strconv.FormatInt(ev.Revision, 10)}, true)
 	if !withColumns {
 		delete(t, "columnDefinitions")
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
+	"kubeos.dev/kube/internal/admission"
 	"kubeos.dev/kube/internal/storage"
 )
 
@@ -212,6 +213,10 @@ func (c *call) create() {
 		c.fail(err)
 		return
 	}
+	if c.info.Subresource == "scale" {
+		c.scaleUpdate(o)
+		return
+	}
 	obj, err := c.readObjectBody(o)
 	if err != nil {
 		c.fail(err)
@@ -234,7 +239,13 @@ func (c *call) createObject(obj *unstructured.Unstructured, o writeOptions) (*un
 	c.info.Name = obj.GetName()
 	generated := obj.GetName() == "" && obj.GetGenerateName() != ""
 	c.prepareCreate(obj)
+	if err := c.admit(admission.Create, obj, nil, o.dryRun); err != nil {
+		return nil, 0, err
+	}
 	if err := c.validate(obj, nil); err != nil {
+		return nil, 0, err
+	}
+	if err := c.validateAdmission(admission.Create, obj, nil, o.dryRun); err != nil {
 		return nil, 0, err
 	}
 	if err := c.checkNamespaceLifecycle(obj.GetNamespace()); err != nil {
@@ -243,10 +254,17 @@ func (c *call) createObject(obj *unstructured.Unstructured, o writeOptions) (*un
 	if o.dryRun {
 		return obj, http.StatusCreated, nil
 	}
+	stored, err := c.toStorage(obj)
+	if err != nil {
+		return nil, 0, err
+	}
 	for attempt := 0; ; attempt++ {
-		created, err := c.h.store.Create(c.ctx, c.kind.Key(obj.GetNamespace(), obj.GetName()), obj)
+		created, err := c.h.store.Create(c.ctx, c.kind.Key(stored.GetNamespace(), stored.GetName()), stored)
+		if err == nil {
+			created, err = c.fromStorage1(created)
+		}
 		if err != nil && generated && attempt < 4 && errors.Is(err, storage.ErrAlreadyExists) {
-			obj.SetName(obj.GetGenerateName() + utilrand.String(5))
+			stored.SetName(stored.GetGenerateName() + utilrand.String(5))
 			continue
 		}
 		if err != nil {
@@ -267,7 +285,11 @@ func (c *call) prepareCreate(obj *unstructured.Unstructured) {
 	obj.SetDeletionTimestamp(nil)
 	obj.SetDeletionGracePeriodSeconds(nil)
 	obj.SetSelfLink("")
-	obj.SetGeneration(1)
+	if c.kind.Generation {
+		obj.SetGeneration(1)
+	} else {
+		obj.SetGeneration(0)
+	}
 	if c.kind.Status {
 		unstructured.RemoveNestedField(obj.Object, "status")
 	}
@@ -312,7 +334,7 @@ func (c *call) prepareUpdate(obj, old *unstructured.Unstructured) *unstructured.
 	obj.SetSelfLink("")
 	obj.SetResourceVersion(old.GetResourceVersion())
 	gen := old.GetGeneration()
-	if specChanged(obj, old) {
+	if c.kind.Generation && specChanged(obj, old) {
 		gen++
 	}
 	obj.SetGeneration(gen)
@@ -395,16 +417,30 @@ func (c *call) update() {
 // state from the current one; the handler then enforces metadata, strategy and validation.
 // An object being deleted whose last finalizer goes is deleted.
 func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error)) (*unstructured.Unstructured, error) {
-	fn := func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	// cur arrives in the storage version; the request works in its own version.
+	fn := func(stored *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		cur, err := c.fromStorage1(stored)
+		if err != nil {
+			return nil, err
+		}
 		proposed, err := next(cur)
 		if err != nil {
 			return nil, err
 		}
 		obj := c.prepareUpdate(proposed, cur)
+		if err := c.admit(admission.Update, obj, cur, o.dryRun); err != nil {
+			return nil, err
+		}
 		if err := c.validate(obj, cur); err != nil {
 			return nil, err
 		}
-		return obj, nil
+		if err := c.validateAdmission(admission.Update, obj, cur, o.dryRun); err != nil {
+			return nil, err
+		}
+		if o.dryRun {
+			return obj, nil
+		}
+		return c.toStorage(obj)
 	}
 	key := c.key()
 	if o.dryRun {
@@ -426,7 +462,7 @@ func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next fun
 			return nil, statusError(err, c.gr, c.info.Name)
 		}
 	}
-	return updated, nil
+	return c.fromStorage1(updated)
 }
 
 // holdsDeletion reports whether something still holds a deleted object back: a finalizer,

@@ -1,0 +1,49 @@
+package admission
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"kubeos.dev/kube/internal/apiserver/request"
+)
+
+// Operation is what a request does to an object.
+type Operation string
+
+// Operations, spelled as in admission.k8s.io/v1 AdmissionReview.
+const (
+	Create Operation = "CREATE"
+	Update Operation = "UPDATE"
+	Delete Operation = "DELETE"
+)
+
+// Attributes describe one admission request.
+type Attributes struct {
+	Operation   Operation
+	Kind        schema.GroupVersionKind
+	Resource    schema.GroupVersionResource
+	Subresource string
+	Namespace   string
+	Name        string
+	// Object is the proposed object (nil for Delete); Admit may change it in place.
+	Object *unstructured.Unstructured
+	// OldObject is the stored object (nil for Create).
+	OldObject *unstructured.Unstructured
+	// User is who asks.
+	User *request.User
+	// DryRun says nothing will be persisted: plugins with side effects must not run.
+	DryRun bool
+	// Options are the request's CreateOptions, UpdateOptions or DeleteOptions as JSON-ready
+	// values (may be nil).
+	Options map[string]any
+}
+
+// Interface is admission as the REST handler calls it.
+type Interface interface {
+	// Admit runs mutating admission; it may change a.Object.
+	Admit(ctx context.Context, a *Attributes) error
+	// Validate runs validating admission; it must not change anything.
+	Validate(ctx context.Context, a *Attributes) error
+}

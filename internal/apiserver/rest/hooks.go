@@ -1,0 +1,119 @@
+package rest
+
+import (
+	"context"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"kubeos.dev/kube/internal/admission"
+	"kubeos.dev/kube/internal/apiserver/request"
+)
+
+// attributes describes the call to admission.
+func (c *call) attributes(op admission.Operation, obj, old *unstructured.Unstructured, dryRun bool) *admission.Attributes {
+	u, _ := request.UserFrom(c.ctx)
+	name := c.info.Name
+	if obj != nil && obj.GetName() != "" {
+		name = obj.GetName()
+	}
+	ns := c.objNamespace()
+	if obj != nil && c.kind.Namespaced && obj.GetNamespace() != "" {
+		ns = obj.GetNamespace()
+	}
+	return &admission.Attributes{
+		Operation: op, Kind: c.kind.GVK(), Resource: c.kind.GVR(), Subresource: c.info.Subresource,
+		Namespace: ns, Name: name, Object: obj, OldObject: old, User: u, DryRun: dryRun,
+	}
+}
+
+// admit runs mutating admission on obj (which it may change).
+func (c *call) admit(op admission.Operation, obj, old *unstructured.Unstructured, dryRun bool) error {
+	if c.h.admission == nil {
+		return nil
+	}
+	return admissionError(c.h.admission.Admit(c.ctx, c.attributes(op, obj, old, dryRun)), c)
+}
+
+// validateAdmission runs validating admission.
+func (c *call) validateAdmission(op admission.Operation, obj, old *unstructured.Unstructured, dryRun bool) error {
+	if c.h.admission == nil {
+		return nil
+	}
+	return admissionError(c.h.admission.Validate(c.ctx, c.attributes(op, obj, old, dryRun)), c)
+}
+
+// admissionError: admission refusals that are not API errors already are 403 Forbidden.
+func admissionError(err error, c *call) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(apierrors.APIStatus); ok {
+		return err
+	}
+	return apierrors.NewForbidden(c.gr, c.info.Name, err)
+}
+
+// toStorage turns a validated object of the request's version into the storage version.
+func (c *call) toStorage(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if c.kind.ToStorage == nil {
+		return obj, nil
+	}
+	out, err := c.kind.ToStorage(c.ctx, obj)
+	if err != nil {
+		return nil, conversionError(err, c)
+	}
+	return out, nil
+}
+
+// fromStorage1 turns one stored object into the request's version.
+func (c *call) fromStorage1(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if c.kind.FromStorage == nil || obj == nil {
+		return obj, nil
+	}
+	out, err := c.fromStorage([]*unstructured.Unstructured{obj})
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// fromStorage turns stored objects (possibly shared, never changed) into the request's
+// version.
+func (c *call) fromStorage(objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	if c.kind.FromStorage == nil || len(objs) == 0 {
+		return objs, nil
+	}
+	out, err := c.kind.FromStorage(c.ctx, objs)
+	if err != nil {
+		return nil, conversionError(err, c)
+	}
+	return out, nil
+}
+
+// fromStorageDetached converts outside of a request (watch event encodings are shared by
+// every watcher and must not depend on one request's lifetime).
+func (c *call) fromStorageDetached(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if c.kind.FromStorage == nil || obj == nil {
+		return obj, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := c.kind.FromStorage(ctx, []*unstructured.Unstructured{obj})
+	if err != nil {
+		return nil, conversionError(err, c)
+	}
+	return out[0], nil
+}
+
+// conversionError: a conversion that fails (a webhook down, answering garbage) fails the
+// request with a clear Status, never the server.
+func conversionError(err error, c *call) error {
+	if _, ok := err.(apierrors.APIStatus); ok {
+		return err
+	}
+	se := apierrors.NewInternalError(err)
+	se.ErrStatus.Message = "conversion of " + c.gr.String() + " failed: " + err.Error()
+	return se
+}
