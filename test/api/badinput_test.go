@@ -61,6 +61,8 @@ func badCases() []badCase {
 		{name: "metadata not an object", method: "POST", path: cms, contentType: js, body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":"x"}`, code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "metadata.name a number", method: "POST", path: cms, contentType: js, body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":5}}`, code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "data not a map", method: "POST", path: cms, contentType: js, body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d"},"data":[1]}`, code: 400, reason: metav1.StatusReasonBadRequest},
+		{name: "Secret data not base64", method: "POST", path: "/api/v1/namespaces/" + badNS + "/secrets", contentType: js, body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"data":{"k":"not base64!"}}`, code: 400, reason: metav1.StatusReasonBadRequest},
+		{name: "type error under Ignore", method: "POST", path: cms + "?fieldValidation=Ignore", contentType: js, body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"i"},"data":{"a":1}}`, code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "protobuf garbage", method: "POST", path: cms, contentType: "application/vnd.kubernetes.protobuf", body: "k8s\x00\x0a\x03bad", code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "unsupported Content-Type", method: "POST", path: cms, contentType: "text/plain", body: configMapJSON("plain", ""), code: 415, reason: metav1.StatusReasonUnsupportedMediaType},
 		{name: "malformed Content-Type", method: "POST", path: cms, contentType: "application/json;;=", body: configMapJSON("ct", ""), code: 415, reason: metav1.StatusReasonUnsupportedMediaType},
@@ -105,6 +107,8 @@ func badCases() []badCase {
 		{name: "json patch failing test", method: "PATCH", path: seed, contentType: jsonp, body: `[{"op":"test","path":"/data/a","value":"nope"}]`, code: 422, reason: metav1.StatusReasonInvalid},
 		{name: "json patch missing path", method: "PATCH", path: seed, contentType: jsonp, body: `[{"op":"remove","path":"/data/nope"}]`, code: 422, reason: metav1.StatusReasonInvalid},
 		{name: "json patch unknown op", method: "PATCH", path: seed, contentType: jsonp, body: `[{"op":"bogus","path":"/data/a"}]`, code: 422, reason: metav1.StatusReasonInvalid},
+		{name: "merge patch wrong type", method: "PATCH", path: seed, contentType: merge, body: `{"data":{"a":1}}`, code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"patch"}},
+		{name: "json patch wrong type", method: "PATCH", path: seed, contentType: jsonp, body: `[{"op":"replace","path":"/metadata/labels","value":"x"}]`, code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"patch"}},
 		{name: "patch renames", method: "PATCH", path: seed, contentType: merge, body: `{"metadata":{"name":"other"}}`, code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "patch moves namespace", method: "PATCH", path: seed, contentType: merge, body: `{"metadata":{"namespace":"default"}}`, code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "patch makes a label invalid", method: "PATCH", path: seed, contentType: merge, body: `{"metadata":{"labels":{"app":"-x-"}}}`, code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"metadata.labels"}},
@@ -160,6 +164,8 @@ func badCases() []badCase {
 		{name: "PATCH on a collection", method: "PATCH", path: cms, contentType: merge, body: `{}`, code: 405, reason: metav1.StatusReasonMethodNotAllowed},
 		{name: "DELETE on a subresource", method: "DELETE", path: "/api/v1/namespaces/" + badNS + "/status", code: 405, reason: metav1.StatusReasonMethodNotAllowed},
 		{name: "OPTIONS on a resource", method: "OPTIONS", path: seed, code: 405, reason: metav1.StatusReasonMethodNotAllowed},
+		{name: "lower-case method", method: "deletecollection", path: cms, code: 405, reason: metav1.StatusReasonMethodNotAllowed},
+		{name: "unknown method", method: "BREW", path: seed, code: 405, reason: metav1.StatusReasonMethodNotAllowed},
 		{name: "status of a kind without it", method: "GET", path: seed + "/status", code: 404, reason: metav1.StatusReasonNotFound},
 	}
 }
