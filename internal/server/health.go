@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // health serves /healthz, /livez and /readyz as kube-apiserver does: "ok", or with ?verbose

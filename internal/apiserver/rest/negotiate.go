@@ -25,10 +25,10 @@ import (
 type output int
 
 const (
-	outObject  output = iota // the object or list itself
-	outTable                 // meta.k8s.io Table
-	outPartial               // PartialObjectMetadata(List)
-	outProtobuf              // the object or list in protobuf (built-in kinds)
+	outObject   output = iota // the object or list itself
+	outTable                  // meta.k8s.io Table
+	outPartial                // PartialObjectMetadata(List)
+	outProtobuf               // the object or list in protobuf (built-in kinds)
 )
 
 // negotiate picks the response shape from the Accept header. Objects of built-in kinds
