@@ -133,6 +133,8 @@ func badCases() []badCase {
 		{name: "resourceVersionMatch=Bogus", method: "GET", path: cms + "?resourceVersion=0&resourceVersionMatch=Bogus", code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"resourceVersionMatch"}},
 		{name: "resourceVersionMatch without resourceVersion", method: "GET", path: cms + "?resourceVersionMatch=Exact", code: 422, reason: metav1.StatusReasonInvalid, causes: []string{"resourceVersionMatch"}},
 		{name: "resourceVersion not a number", method: "GET", path: cms + "?resourceVersion=abc", code: 400, reason: metav1.StatusReasonBadRequest},
+		// kube-apiserver treats a negative limit as none (200); Kube refuses it.
+		{name: "limit=-1", method: "GET", path: cms + "?limit=-1", code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "limit not a number", method: "GET", path: cms + "?limit=x", code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "continue garbage", method: "GET", path: cms + "?limit=1&continue=garbage", code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "timeoutSeconds=x", method: "GET", path: cms + "?watch=true&timeoutSeconds=x", code: 400, reason: metav1.StatusReasonBadRequest},
