@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 
@@ -43,7 +44,45 @@ func encode(key string, obj *unstructured.Unstructured) ([]byte, error) {
 	return data, nil
 }
 
-// decode turns a stored value back into an object whose resourceVersion is rev.
+// Transformer changes values on their way to and from etcd: encryption at rest. The key is
+// the object's etcd key (authenticated data for AEAD ciphers, and how a transformer knows the
+// resource). It must be safe for concurrent use.
+type Transformer interface {
+	// TransformToStorage seals a plain value for key.
+	TransformToStorage(ctx context.Context, key string, plain []byte) ([]byte, error)
+	// TransformFromStorage opens a stored value. stale reports that the value was not written
+	// with the current writing provider and should be rewritten (key rotation).
+	TransformFromStorage(key string, stored []byte) (plain []byte, stale bool, err error)
+}
+
+// seal applies the store's transformer to a plain value.
+func (s *Store) seal(ctx context.Context, key string, plain []byte) ([]byte, error) {
+	if s.transformer == nil {
+		return plain, nil
+	}
+	out, err := s.transformer.TransformToStorage(ctx, key, plain)
+	if err != nil {
+		return nil, errorf(ErrInvalidObject, key, "encrypting: %v", err)
+	}
+	return out, nil
+}
+
+// decode opens a stored value and turns it into an object whose resourceVersion is rev. It
+// also returns the plain value and whether the value is stale (see Transformer).
+func (s *Store) decode(key string, data []byte, rev int64) (*unstructured.Unstructured, []byte, bool, error) {
+	stale := false
+	if s.transformer != nil {
+		plain, st, err := s.transformer.TransformFromStorage(key, data)
+		if err != nil {
+			return nil, nil, false, errorf(ErrInvalidObject, key, "decrypting: %v", err)
+		}
+		data, stale = plain, st
+	}
+	obj, err := decode(key, data, rev)
+	return obj, data, stale, err
+}
+
+// decode turns a plain stored value back into an object whose resourceVersion is rev.
 func decode(key string, data []byte, rev int64) (*unstructured.Unstructured, error) {
 	m := map[string]any{}
 	if err := utiljson.Unmarshal(data, &m); err != nil {

@@ -17,11 +17,18 @@ import (
 
 // Store is the object store over one etcd client. It is safe for concurrent use.
 type Store struct {
-	client *clientv3.Client
+	client      *clientv3.Client
+	transformer Transformer
 }
 
 // New returns a store that keeps its objects in the cluster client talks to.
 func New(client *clientv3.Client) *Store { return &Store{client: client} }
+
+// NewWithTransformer returns a store whose values pass through t on their way to and from
+// etcd (encryption at rest). A nil t stores plain JSON.
+func NewWithTransformer(client *clientv3.Client, t Transformer) *Store {
+	return &Store{client: client, transformer: t}
+}
 
 // Client is the etcd client the store uses.
 func (s *Store) Client() *clientv3.Client { return s.client }
@@ -48,7 +55,11 @@ func (p *Preconditions) check(key string, cur *unstructured.Unstructured) error 
 // Create stores obj under key unless the key exists (ErrAlreadyExists). It returns obj with
 // its resourceVersion set; the store owns obj afterwards.
 func (s *Store) Create(ctx context.Context, key string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	data, err := encode(key, obj)
+	plain, err := encode(key, obj)
+	if err != nil {
+		return nil, err
+	}
+	data, err := s.seal(ctx, key, plain)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +87,8 @@ func (s *Store) Get(ctx context.Context, key string) (*unstructured.Unstructured
 		return nil, &Error{Kind: ErrNotFound, Key: key}
 	}
 	kv := resp.Kvs[0]
-	return decode(key, kv.Value, kv.ModRevision)
+	obj, _, _, err := s.decode(key, kv.Value, kv.ModRevision)
+	return obj, err
 }
 
 // ListOptions select what List returns.
@@ -147,7 +159,7 @@ func (s *Store) List(ctx context.Context, prefix string, o ListOptions) (*ListRe
 		}
 		res.Revision = rev
 		for i, kv := range resp.Kvs {
-			obj, err := decode(string(kv.Key), kv.Value, kv.ModRevision)
+			obj, _, _, err := s.decode(string(kv.Key), kv.Value, kv.ModRevision)
 			if err != nil {
 				return nil, err
 			}
@@ -222,7 +234,8 @@ type UpdateOptions struct {
 // from etcd, since the cached copy may simply be stale.
 func (s *Store) GuaranteedUpdate(ctx context.Context, key string, o UpdateOptions, fn UpdateFunc) (*unstructured.Unstructured, error) {
 	var cur *unstructured.Unstructured
-	var curData []byte
+	var curData []byte // the plain stored form of cur
+	stale := false     // cur was read with a key that is no longer the writing one
 	fromCache := false
 	if o.Current != nil {
 		if data, err := encode(key, o.Current); err == nil {
@@ -233,7 +246,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, o UpdateOption
 	refresh := func() error {
 		var err error
 		fromCache = false
-		cur, curData, err = s.getRaw(ctx, key)
+		cur, curData, stale, err = s.getRaw(ctx, key)
 		if err != nil && !(o.AllowCreate && errors.Is(err, ErrNotFound)) {
 			return err
 		}
@@ -279,7 +292,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, o UpdateOption
 		if err != nil {
 			return nil, err
 		}
-		if cur != nil && string(data) == string(curData) {
+		if cur != nil && !stale && string(data) == string(curData) {
 			// Nothing changed: no write, no new revision (as kube-apiserver).
 			if fromCache {
 				// Confirm the cached state is still current before claiming success.
@@ -287,16 +300,20 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, o UpdateOption
 				if err := refresh(); err != nil {
 					return nil, err
 				}
-				if cur == nil || cur.GetResourceVersion() != cachedRV {
+				if cur == nil || cur.GetResourceVersion() != cachedRV || stale {
 					continue
 				}
 			}
 			setRevision(out, curRev)
 			return out, nil
 		}
+		sealed, err := s.seal(ctx, key, data)
+		if err != nil {
+			return nil, err
+		}
 		resp, err := s.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", curRev)).
-			Then(clientv3.OpPut(key, string(data))).
+			Then(clientv3.OpPut(key, string(sealed))).
 			Else(clientv3.OpGet(key)).
 			Commit()
 		if err != nil {
@@ -313,23 +330,23 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, o UpdateOption
 			cur, curData = nil, nil
 			continue
 		}
-		curData = kvs[0].Value
-		if cur, err = decode(key, curData, kvs[0].ModRevision); err != nil {
+		if cur, curData, stale, err = s.decode(key, kvs[0].Value, kvs[0].ModRevision); err != nil {
 			return nil, err
 		}
 	}
 }
 
-func (s *Store) getRaw(ctx context.Context, key string) (*unstructured.Unstructured, []byte, error) {
+// getRaw reads key and returns the object, its plain stored form and whether it was
+// sealed with a key that no longer writes.
+func (s *Store) getRaw(ctx context.Context, key string) (*unstructured.Unstructured, []byte, bool, error) {
 	resp, err := s.client.Get(ctx, key)
 	if err != nil {
-		return nil, nil, wrapEtcd(key, err)
+		return nil, nil, false, wrapEtcd(key, err)
 	}
 	if len(resp.Kvs) == 0 {
-		return nil, nil, &Error{Kind: ErrNotFound, Key: key}
+		return nil, nil, false, &Error{Kind: ErrNotFound, Key: key}
 	}
-	obj, err := decode(key, resp.Kvs[0].Value, resp.Kvs[0].ModRevision)
-	return obj, resp.Kvs[0].Value, err
+	return s.decode(key, resp.Kvs[0].Value, resp.Kvs[0].ModRevision)
 }
 
 // DeleteOptions tune Delete.
@@ -343,7 +360,7 @@ type DeleteOptions struct {
 // resourceVersion is the revision of the deletion (as kube-apiserver returns it, and as the
 // watch's Deleted event carries it).
 func (s *Store) Delete(ctx context.Context, key string, o DeleteOptions) (*unstructured.Unstructured, error) {
-	cur, _, err := s.getRaw(ctx, key)
+	cur, _, _, err := s.getRaw(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +390,7 @@ func (s *Store) Delete(ctx context.Context, key string, o DeleteOptions) (*unstr
 		if len(kvs) == 0 {
 			return nil, &Error{Kind: ErrNotFound, Key: key}
 		}
-		if cur, err = decode(key, kvs[0].Value, kvs[0].ModRevision); err != nil {
+		if cur, _, _, err = s.decode(key, kvs[0].Value, kvs[0].ModRevision); err != nil {
 			return nil, err
 		}
 	}

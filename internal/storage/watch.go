@@ -82,11 +82,11 @@ func (s *Store) Watch(ctx context.Context, prefix string, o WatchOptions) (Watch
 	}
 	w := &etcdWatcher{cancel: cancel, out: make(chan Event, 100)}
 	wch := s.client.Watch(clientv3.WithRequireLeader(ctx), prefix, opts...)
-	go w.run(ctx, wch, prefix, o)
+	go w.run(ctx, s, wch, prefix, o)
 	return w, nil
 }
 
-func (w *etcdWatcher) run(ctx context.Context, wch clientv3.WatchChan, prefix string, o WatchOptions) {
+func (w *etcdWatcher) run(ctx context.Context, s *Store, wch clientv3.WatchChan, prefix string, o WatchOptions) {
 	defer close(w.out)
 	defer w.cancel()
 	send := func(ev Event) bool {
@@ -115,7 +115,7 @@ func (w *etcdWatcher) run(ctx context.Context, wch clientv3.WatchChan, prefix st
 			continue
 		}
 		for _, e := range resp.Events {
-			ev, err := toEvent(e)
+			ev, err := s.toEvent(e)
 			if err != nil {
 				send(Event{Type: ErrorEvent, Err: err})
 				return
@@ -132,12 +132,12 @@ func (w *etcdWatcher) run(ctx context.Context, wch clientv3.WatchChan, prefix st
 	}
 }
 
-func toEvent(e *clientv3.Event) (Event, error) {
+func (s *Store) toEvent(e *clientv3.Event) (Event, error) {
 	key := string(e.Kv.Key)
 	ev := Event{Key: key, Revision: e.Kv.ModRevision}
 	var err error
 	if e.PrevKv != nil {
-		if ev.PrevObject, err = decode(key, e.PrevKv.Value, e.PrevKv.ModRevision); err != nil {
+		if ev.PrevObject, _, _, err = s.decode(key, e.PrevKv.Value, e.PrevKv.ModRevision); err != nil {
 			return ev, err
 		}
 	}
@@ -152,10 +152,10 @@ func toEvent(e *clientv3.Event) (Event, error) {
 	case e.IsCreate():
 		ev.Type = Added
 		ev.PrevObject = nil
-		ev.Object, err = decode(key, e.Kv.Value, e.Kv.ModRevision)
+		ev.Object, _, _, err = s.decode(key, e.Kv.Value, e.Kv.ModRevision)
 	default:
 		ev.Type = Modified
-		ev.Object, err = decode(key, e.Kv.Value, e.Kv.ModRevision)
+		ev.Object, _, _, err = s.decode(key, e.Kv.Value, e.Kv.ModRevision)
 	}
 	return ev, err
 }
