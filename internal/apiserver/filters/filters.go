@@ -15,6 +15,7 @@ import (
 
 	"kubeos.dev/kube/internal/apiserver/request"
 	"kubeos.dev/kube/internal/apiserver/rest"
+	"kubeos.dev/kube/internal/audit"
 )
 
 // Authenticator finds the user of a request; ok is false when the request carries no
@@ -48,6 +49,8 @@ type Options struct {
 	MaxMutatingInFlight, MaxReadOnlyInFlight int
 	Metrics                                  *Metrics
 	Log                                      *slog.Logger
+	// Audit, when set, logs requests as its policy says (see withAudit).
+	Audit *audit.Log
 }
 
 // Metrics are the request metrics on /metrics.
@@ -95,6 +98,9 @@ func Chain(h http.Handler, o Options) http.Handler {
 	}
 	h = withBodyLimit(h)
 	h = withInFlightLimit(h, o)
+	if o.Audit != nil {
+		h = withAudit(h, o.Audit)
+	}
 	h = withAuthentication(h, o.Authenticators)
 	if o.Metrics != nil {
 		h = withMetrics(h, o.Metrics)
