@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // MemberOptions configures one etcd member. Zero values mean: a single-member cluster named
@@ -97,6 +100,11 @@ func StartMember(ctx context.Context, o MemberOptions) (*Member, error) {
 	cfg.LogLevel = o.LogLevel
 	cfg.Logger = "zap"
 	cfg.LogOutputs = []string{embed.StdErrLogOutput}
+	lg, err := newLogger(o.LogLevel)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 	cfg.UnsafeNoFsync = o.UnsafeNoFsync
 	cfg.WatchProgressNotifyInterval = o.ProgressNotifyInterval
 	cfg.InitialCluster = o.InitialCluster
@@ -110,7 +118,6 @@ func StartMember(ctx context.Context, o MemberOptions) (*Member, error) {
 	}
 	// Compaction belongs to the store (it knows what history the watch caches need).
 	cfg.AutoCompactionRetention = "0"
-	var err error
 	if cfg.ListenClientUrls, err = parseURLs(o.ClientURLs); err != nil {
 		return nil, fmt.Errorf("etcd client URLs: %w", err)
 	}
@@ -150,6 +157,31 @@ func (m *Member) Close() {
 	m.e.Close()
 	<-m.e.Server.StopNotify()
 }
+
+// newLogger is etcd's zap logger on stderr at level, minus the errors every clean Close logs
+// ("setting up serving from embedded etcd failed" with a closed listener).
+func newLogger(level string) (*zap.Logger, error) {
+	var lvl zapcore.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("etcd log level %q: %w", level, err)
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), lvl)
+	return zap.New(&quietClose{Core: core}), nil
+}
+
+// quietClose drops the log lines etcd writes when its listeners close on shutdown.
+type quietClose struct{ zapcore.Core }
+
+func (q *quietClose) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if e.Message == "setting up serving from embedded etcd failed." {
+		return ce
+	}
+	return q.Core.Check(e, ce)
+}
+
+func (q *quietClose) With(f []zapcore.Field) zapcore.Core { return &quietClose{Core: q.Core.With(f)} }
 
 func parseURLs(ss []string) ([]url.URL, error) {
 	out := make([]url.URL, 0, len(ss))

@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// TestRunCommandAndSIGTERM runs the README's run command as a user does (the real binary,
+// a fresh data directory), checks what it prints, then sends SIGTERM while a watch is open:
+// the watch ends, the process exits 0, and a restart on the same directory finds the data.
+func TestRunCommandAndSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kube")
+	if out, err := exec.Command("go", "build", "-o", bin, "kubeos.dev/kube/cmd/kube").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	port := freePort(t)
+	dataDir := filepath.Join(dir, "data")
+	start := func() (*exec.Cmd, string) {
+		cmd := exec.Command(bin, "server", "--data-dir", dataDir, "--secure-port", strconv.Itoa(port))
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		lines := make(chan string, 16)
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		var kubeconfig string
+		deadline := time.After(60 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatal("kube server exited before it was ready")
+				}
+				if k, found := strings.CutPrefix(l, "export KUBECONFIG="); found {
+					kubeconfig = k
+				}
+				if strings.HasPrefix(l, "Kube is ready at https://127.0.0.1:"+strconv.Itoa(port)) {
+					if kubeconfig != filepath.Join(dataDir, "kubeconfig") {
+						t.Fatalf("printed KUBECONFIG %q, want %q", kubeconfig, filepath.Join(dataDir, "kubeconfig"))
+					}
+					return cmd, kubeconfig
+				}
+			case <-deadline:
+				t.Fatal("kube server not ready within 60 s")
+			}
+		}
+	}
+	cmd, kubeconfig := start()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survives"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := cs.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	watchEnded := make(chan struct{})
+	go func() {
+		for range w.ResultChan() {
+		}
+		close(watchEnded)
+	}()
+	select {
+	case <-watchEnded:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the open watch did not end after SIGTERM")
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("kube server exited with %v after SIGTERM, want exit status 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("kube server did not exit within 30 s of SIGTERM")
+	}
+
+	_, kubeconfig = start()
+	cfg, _ = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cs = kubernetes.NewForConfigOrDie(cfg)
+	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "survives", metav1.GetOptions{}); err != nil {
+		t.Fatalf("after a restart on the same data directory: %v", err)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
