@@ -32,6 +32,7 @@ func Builtins() []*Kind {
 		crdKind(),
 		// admissionregistration.k8s.io/v1
 		mutatingWebhookKind(), validatingWebhookKind(),
+		validatingAdmissionPolicyKind(), validatingAdmissionPolicyBindingKind(),
 	}
 }
 

@@ -57,6 +57,10 @@ func TestBuiltinNames(t *testing.T) {
 			"mutatingwebhookconfiguration", nil, []string{"api-extensions"}, false, false, "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration"},
 		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}: {"ValidatingWebhookConfiguration", "ValidatingWebhookConfigurationList",
 			"validatingwebhookconfiguration", nil, []string{"api-extensions"}, false, false, "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration"},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"}: {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyList",
+			"validatingadmissionpolicy", nil, []string{"api-extensions"}, false, true, "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy"},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}: {"ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBindingList",
+			"validatingadmissionpolicybinding", nil, []string{"api-extensions"}, false, false, "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding"},
 	}
 	got := map[schema.GroupVersionResource]bool{}
 	for _, k := range Builtins() {

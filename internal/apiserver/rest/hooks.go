@@ -22,6 +22,12 @@ func (c *call) attributes(op admission.Operation, obj, old *unstructured.Unstruc
 	if obj != nil && c.kind.Namespaced && obj.GetNamespace() != "" {
 		ns = obj.GetNamespace()
 	}
+	audit := request.AuditFrom(c.ctx)
+	for _, o := range []*unstructured.Unstructured{obj, old} {
+		if o != nil {
+			audit.SetObject(o.GetName(), o.GetNamespace(), string(o.GetUID()), "")
+		}
+	}
 	return &admission.Attributes{
 		Operation: op, Kind: c.kind.GVK(), Resource: c.kind.GVR(), Subresource: c.info.Subresource,
 		Namespace: ns, Name: name, Object: obj, OldObject: old, User: u, DryRun: dryRun,

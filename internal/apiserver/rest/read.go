@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 
+	"kubeos.dev/kube/internal/apiserver/request"
 	"kubeos.dev/kube/internal/storage"
 	"kubeos.dev/kube/internal/watchcache"
 )
@@ -54,6 +55,10 @@ func (c *call) get() {
 
 // writeObject writes one object in the negotiated shape.
 func (c *call) writeObject(code int, obj *unstructured.Unstructured, out output) {
+	if a := request.AuditFrom(c.ctx); a != nil {
+		a.SetObject(obj.GetName(), obj.GetNamespace(), string(obj.GetUID()), obj.GetResourceVersion())
+		a.SetResponseObject(obj.Object)
+	}
 	switch out {
 	case outTable:
 		writeJSON(c.w, code, c.table([]*unstructured.Unstructured{obj}, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()}, true))

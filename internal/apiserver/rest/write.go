@@ -18,6 +18,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	"kubeos.dev/kube/internal/admission"
+	"kubeos.dev/kube/internal/apiserver/request"
 	"kubeos.dev/kube/internal/storage"
 )
 
@@ -129,6 +130,9 @@ func (c *call) readObjectBody(o writeOptions) (*unstructured.Unstructured, error
 	}
 	if err := c.checkFields(o, data); err != nil {
 		return nil, err
+	}
+	if a := request.AuditFrom(c.ctx); a != nil && a.WantRequest {
+		a.SetRequestObject(obj.DeepCopy().Object)
 	}
 	return obj, nil
 }
