@@ -12,8 +12,8 @@ import (
 
 var categoryAPIExtensions = []string{"api-extensions"}
 
-// crdKind is customresourcedefinitions with a minimal validation (name is
-// <spec.names.plural>.<spec.group>); the CRD work replaces Strategy with the full one.
+// crdKind is customresourcedefinitions, defaulted and validated by upstream's
+// apiextensions packages (crdStrategy).
 func crdKind() *Kind {
 	k := kindBase(apiextensionsv1.GroupName, "v1", "customresourcedefinitions", "customresourcedefinition",
 		func() *apiextensionsv1.CustomResourceDefinition { return &apiextensionsv1.CustomResourceDefinition{} },
@@ -26,18 +26,7 @@ func crdKind() *Kind {
 	k.Status = true
 	k.FullColumns = true
 	k.Columns = []Column{NameColumn(), createdAtColumn()}
-	k.Strategy = &typedStrategy[*apiextensionsv1.CustomResourceDefinition]{
-		name:   nameDNSSubdomain,
-		newObj: func() *apiextensionsv1.CustomResourceDefinition { return &apiextensionsv1.CustomResourceDefinition{} },
-		validate: func(crd *apiextensionsv1.CustomResourceDefinition) field.ErrorList {
-			want := crd.Spec.Names.Plural + "." + crd.Spec.Group
-			if crd.Name != want {
-				return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), crd.Name,
-					"must be spec.names.plural+\".\"+spec.group")}
-			}
-			return nil
-		},
-	}
+	k.Strategy = crdStrategy{}
 	return &k
 }
 

@@ -85,7 +85,9 @@ func TestValidate(t *testing.T) {
 			"subjects":[{"kind":"ServiceAccount","name":"x"}]}`, []string{"roleRef.kind", "subjects[0].namespace"}},
 		{"crd ok", "apiextensions.k8s.io", "customresourcedefinitions", `{"metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","names":{"plural":"widgets","kind":"Widget"},"scope":"Namespaced",
 			"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}}}]}}`, nil},
-		{"crd bad name", "apiextensions.k8s.io", "customresourcedefinitions", `{"metadata":{"name":"widgets"},"spec":{"group":"example.com","names":{"plural":"widgets"}}}`, []string{"metadata.name"}},
+		{"crd bad name", "apiextensions.k8s.io", "customresourcedefinitions", `{"metadata":{"name":"widgets"},"spec":{"group":"example.com","names":{"plural":"widgets"}}}`,
+			// upstream's apiextensions validation reports every missing part, not only the name
+			[]string{"metadata.name", "spec.names.kind", "spec.names.listKind", "spec.names.singular", "spec.scope", "spec.versions", "status.storedVersions"}},
 		{"crd schema wrong type", "apiextensions.k8s.io", "customresourcedefinitions", `{"metadata":{"name":"w.e"},"spec":{"group":"e","names":{"plural":"w"},
 			"versions":[{"name":"v1","schema":{"openAPIV3Schema":{"type":5}}}]}}`, []string{"spec.versions[0].schema.openAPIV3Schema.type"}},
 		{"webhook ok", "admissionregistration.k8s.io", "validatingwebhookconfigurations", `{"metadata":{"name":"w"},"webhooks":[{"name":"a.b.c","clientConfig":{"url":"https://x"},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`, nil},

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"kubeos.dev/kube/internal/controllers/namespace"
+	crdcontroller "kubeos.dev/kube/internal/controllers/crd"
 )
 
 // SystemNamespaces exist from the first start.
@@ -48,19 +48,29 @@ func (s *Server) bootstrap(ctx context.Context) error {
 
 // startControllers starts the built-in controllers; each stops when ctx ends and wg tracks them.
 func (s *Server) startControllers(ctx context.Context, wg *sync.WaitGroup) error {
-	cfg, err := s.LoopbackConfig("system:kube-controller:namespace-controller", "system:kube-controllers")
+	// Namespace deletion and garbage collection run on the server holding their Lease.
+	if err := s.startElectedControllers(ctx, wg); err != nil {
+		return err
+	}
+	return s.startCRDController(ctx, wg)
+}
+
+// startCRDController starts the CRD controller: registration of CRD kinds in this server's
+// registry, CRD status, deletion and storage-version migration.
+func (s *Server) startCRDController(ctx context.Context, wg *sync.WaitGroup) error {
+	cfg, err := s.LoopbackConfig("system:kube-controller:crd-controller", "system:kube-controllers")
 	if err != nil {
 		return err
 	}
-	nc, err := namespace.New(cfg, s.opts.Log.With("controller", "namespace"))
+	cc, err := crdcontroller.New(crdcontroller.Options{Config: cfg, Registry: s.Registry, Caches: s.caches, Log: s.opts.Log.With("controller", "crd")})
 	if err != nil {
 		return err
 	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := nc.Start(ctx); err != nil && ctx.Err() == nil {
-			s.opts.Log.Error("namespace controller stopped", "err", err)
+		if err := cc.Start(ctx); err != nil && ctx.Err() == nil {
+			s.opts.Log.Error("crd controller stopped", "err", err)
 		}
 	}()
 	return nil

@@ -54,6 +54,9 @@ type Server struct {
 
 	ready     chan struct{}
 	readyOnce sync.Once
+	// caches is the watch cache set of the running server (controllers stop the cache of a
+	// deleted resource).
+	caches *watchcache.Set
 }
 
 // New prepares a server from completed, validated options: it starts etcd (or connects to
@@ -144,6 +147,7 @@ func (s *Server) Run(ctx context.Context) error {
 	cacheCtx, stopCaches := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCaches()
 	caches := watchcache.NewSet(cacheCtx, watchcache.Options{Store: s.Store, EventBufferSize: o.WatchCacheSize})
+	s.caches = caches
 
 	s.metrics = prometheus.NewRegistry()
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -153,6 +157,8 @@ func (s *Server) Run(ctx context.Context) error {
 	resources := restapi.New(restapi.Options{
 		Registry: s.Registry, Store: s.Store, Caches: caches, Log: o.Log,
 		OpenWatches: m.OpenWatches, Done: watchesDone,
+		// The garbage collector (internal/controllers/garbagecollector) always runs.
+		GarbageCollector: true,
 	})
 	disc := discovery.New(s.Registry)
 	oapi := openapi.New(s.Registry)

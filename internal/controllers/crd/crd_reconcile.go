@@ -1,0 +1,281 @@
+package crd
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
+
+	compiler "kubeos.dev/kube/internal/crd"
+	"kubeos.dev/kube/internal/registry"
+	"kubeos.dev/kube/internal/storage"
+)
+
+var everything = labels.Everything()
+
+func isTrue(crd *apiextensionsv1.CustomResourceDefinition, t apiextensionsv1.CustomResourceDefinitionConditionType) bool {
+	return apihelpers.IsCRDConditionTrue(crd, t)
+}
+
+// cleanupRetry is how soon a deleted CRD whose custom resources are held by finalizers is
+// looked at again.
+const cleanupRetry = time.Second
+
+// reconcile brings one CRD's registration and status up to date; a positive duration asks
+// to be called again after it.
+func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
+	crd, err := c.lister.Get(name)
+	if apierrors.IsNotFound(err) {
+		c.unregister(name, true)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if crd.DeletionTimestamp != nil {
+		return c.finalize(ctx, crd)
+	}
+	conflict := c.nameConflict(crd)
+	next := crd.DeepCopy()
+	if conflict == "" {
+		c.register(crd, false)
+		next.Status.AcceptedNames = crd.Spec.Names
+		apihelpers.SetCRDCondition(next, apiextensionsv1.CustomResourceDefinitionCondition{
+			Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionTrue, Reason: "NoConflicts", Message: "no conflicts found"})
+		apihelpers.SetCRDCondition(next, apiextensionsv1.CustomResourceDefinitionCondition{
+			Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue, Reason: "InitialNamesAccepted", Message: "the initial names have been accepted"})
+	} else {
+		c.unregister(name, false)
+		apihelpers.SetCRDCondition(next, apiextensionsv1.CustomResourceDefinitionCondition{
+			Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionFalse, Reason: "NameConflict", Message: conflict})
+		apihelpers.SetCRDCondition(next, apiextensionsv1.CustomResourceDefinitionCondition{
+			Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse, Reason: "NotAccepted", Message: "not all names are accepted"})
+	}
+	if !reflect.DeepEqual(next.Status, crd.Status) {
+		if _, err := c.client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+			return 0, fmt.Errorf("update status: %w", err)
+		}
+	}
+	if conflict == "" {
+		if err := c.migrate(ctx, crd); err != nil {
+			return 0, fmt.Errorf("storage version migration: %w", err)
+		}
+	}
+	return 0, nil
+}
+
+// nameConflict says which of crd's names another CRD of its group, or a built-in resource,
+// already has ("" if none), with upstream's message.
+func (c *Controller) nameConflict(crd *apiextensionsv1.CustomResourceDefinition) string {
+	names := crd.Spec.Names
+	taken := func(n apiextensionsv1.CustomResourceDefinitionNames) string {
+		used := map[string]bool{n.Plural: true, n.Singular: true}
+		for _, s := range n.ShortNames {
+			used[s] = true
+		}
+		for _, want := range append([]string{names.Plural, names.Singular}, names.ShortNames...) {
+			if want != "" && used[want] {
+				return fmt.Sprintf("%q is already in use", want)
+			}
+		}
+		if names.Kind != "" && names.Kind == n.Kind {
+			return fmt.Sprintf("%q is already in use", names.Kind)
+		}
+		if names.ListKind != "" && names.ListKind == n.ListKind {
+			return fmt.Sprintf("%q is already in use", names.ListKind)
+		}
+		return ""
+	}
+	for gr, k := range c.builtins {
+		if gr.Group != crd.Spec.Group {
+			continue
+		}
+		if msg := taken(apiextensionsv1.CustomResourceDefinitionNames{Plural: k.Resource, Singular: k.Singular, ShortNames: k.ShortNames, Kind: k.Kind, ListKind: k.ListKind}); msg != "" {
+			return msg
+		}
+	}
+	others, _ := c.lister.List(everything)
+	for _, o := range others {
+		if o.Name == crd.Name || o.Spec.Group != crd.Spec.Group {
+			continue
+		}
+		n := o.Status.AcceptedNames
+		if s, ok := c.served[o.Name]; ok && s.uid == string(o.UID) {
+			n = s.names // registered a moment ago; the informer may not show it yet
+		}
+		if n.Plural == "" {
+			continue
+		}
+		if msg := taken(n); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// register puts crd's Kinds into the registry unless this generation is there already.
+func (c *Controller) register(crd *apiextensionsv1.CustomResourceDefinition, terminating bool) {
+	if s, ok := c.served[crd.Name]; ok && s.uid == string(crd.UID) && s.generation == crd.Generation && s.terminating == terminating {
+		return
+	}
+	kinds := compiler.Compile(crd.DeepCopy(), c.o.Compile, terminating)
+	now := map[schema.GroupVersionResource]bool{}
+	s := &servedCRD{uid: string(crd.UID), generation: crd.Generation, terminating: terminating, names: crd.Spec.Names}
+	for _, k := range kinds {
+		c.o.Registry.Add(k)
+		now[k.GVR()] = true
+		s.gvrs = append(s.gvrs, k.GVR())
+	}
+	if old, ok := c.served[crd.Name]; ok {
+		for _, gvr := range old.gvrs {
+			if !now[gvr] {
+				c.o.Registry.Remove(gvr)
+			}
+		}
+		if old.names.Plural != crd.Spec.Names.Plural && c.o.Caches != nil {
+			c.o.Caches.Stop(storage.ResourcePrefix(crd.Spec.Group, old.names.Plural))
+		}
+	}
+	c.served[crd.Name] = s
+}
+
+// unregister removes the Kinds of a CRD; stopCache also stops its watch cache (the CRD is
+// gone).
+func (c *Controller) unregister(name string, stopCache bool) {
+	s, ok := c.served[name]
+	if !ok {
+		return
+	}
+	delete(c.served, name)
+	for _, gvr := range s.gvrs {
+		if k, ok := c.o.Registry.Lookup(gvr); ok && c.builtins[gvr.GroupResource()] != k {
+			c.o.Registry.Remove(gvr)
+		}
+	}
+	if stopCache && c.o.Caches != nil && len(s.gvrs) > 0 {
+		c.o.Caches.Stop(storage.ResourcePrefix(s.gvrs[0].Group, s.gvrs[0].Resource))
+	}
+}
+
+// finalize deletes the custom resources of a deleted CRD, then drops its Kinds and removes
+// the cleanup finalizer so that the CRD goes.
+func (c *Controller) finalize(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (time.Duration, error) {
+	if !apihelpers.CRDHasFinalizer(crd, registry.CRDCleanupFinalizer) {
+		c.unregister(crd.Name, true)
+		return 0, nil
+	}
+	remaining := 0
+	if isTrue(crd, apiextensionsv1.NamesAccepted) {
+		c.register(crd, true)
+		var err error
+		if remaining, err = c.deleteInstances(ctx, crd); err != nil {
+			return 0, err
+		}
+	}
+	next := crd.DeepCopy()
+	msg := "CustomResource deletion is in progress"
+	if remaining > 0 {
+		msg = fmt.Sprintf("CustomResource deletion is in progress: %d remaining (waiting for their finalizers)", remaining)
+	}
+	apihelpers.SetCRDCondition(next, apiextensionsv1.CustomResourceDefinitionCondition{
+		Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue, Reason: "InstanceDeletionInProgress", Message: msg})
+	if !reflect.DeepEqual(next.Status, crd.Status) {
+		var err error
+		if next, err = c.client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+			return 0, fmt.Errorf("update status: %w", err)
+		}
+	}
+	if remaining > 0 {
+		return cleanupRetry, nil
+	}
+	c.unregister(crd.Name, true)
+	apihelpers.CRDRemoveFinalizer(next, registry.CRDCleanupFinalizer)
+	if _, err := c.client.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return 0, fmt.Errorf("remove finalizer: %w", err)
+	}
+	return 0, nil
+}
+
+// servedGVR is a served version's resource (the storage version if it is served).
+func servedGVR(crd *apiextensionsv1.CustomResourceDefinition) (schema.GroupVersionResource, bool) {
+	storageVersion := compiler.StorageVersion(crd)
+	var found *apiextensionsv1.CustomResourceDefinitionVersion
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		if v.Served && (found == nil || v.Name == storageVersion) {
+			found = v
+		}
+	}
+	if found == nil {
+		return schema.GroupVersionResource{}, false
+	}
+	return schema.GroupVersionResource{Group: crd.Spec.Group, Version: found.Name, Resource: crd.Spec.Names.Plural}, true
+}
+
+// deleteInstances deletes every custom resource of crd and returns how many remain.
+func (c *Controller) deleteInstances(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (int, error) {
+	gvr, ok := servedGVR(crd)
+	if !ok {
+		return 0, nil
+	}
+	client := c.dynamic.Resource(gvr)
+	if err := client.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return 0, fmt.Errorf("delete %s: %w", gvr.Resource, err)
+	}
+	list, err := client.List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", gvr.Resource, err)
+	}
+	return len(list.Items), nil
+}
+
+// migrate rewrites every object of crd in the storage version when status.storedVersions
+// names another version, then trims storedVersions to the storage version.
+func (c *Controller) migrate(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+	storageVersion := compiler.StorageVersion(crd)
+	if len(crd.Status.StoredVersions) == 1 && crd.Status.StoredVersions[0] == storageVersion {
+		return nil
+	}
+	gvr, ok := servedGVR(crd)
+	if !ok {
+		return nil
+	}
+	client := c.dynamic.Resource(gvr)
+	list, err := client.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list %s: %w", gvr.Resource, err)
+	}
+	for i := range list.Items {
+		it := &list.Items[i]
+		// Written back unchanged through the API: the server stores it in the storage
+		// version. The resourceVersion precondition keeps a concurrent change.
+		_, err := client.Namespace(it.GetNamespace()).Update(ctx, it, metav1.UpdateOptions{})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("rewrite %s %s/%s: %w", gvr.Resource, it.GetNamespace(), it.GetName(), err)
+		}
+		// A conflict means someone wrote it since the list: stored in the storage version.
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := c.client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if compiler.StorageVersion(cur) != storageVersion || cur.UID != crd.UID {
+			return nil // changed meanwhile; the next reconcile migrates again
+		}
+		cur.Status.StoredVersions = []string{storageVersion}
+		_, err = c.client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+}

@@ -1,0 +1,16 @@
+// Package crd runs the CustomResourceDefinition controllers of a Kube server, through the
+// API like any client (a loopback informer on CRDs):
+//
+//   - registration: every server adds, replaces and removes the Kinds of each CRD in its own
+//     registry (compiled by internal/crd, lazily), so discovery, OpenAPI and the REST
+//     handler serve them;
+//   - status: NamesAccepted (a name already taken by another CRD of the group or a built-in
+//     resource is refused with reason NameConflict), Established (the Kinds are served) and
+//     Terminating;
+//   - deletion: a deleted CRD (held by the customresourcecleanup.apiextensions.k8s.io
+//     finalizer) has every custom resource deleted, its Kinds and watch cache dropped, then
+//     the finalizer removed;
+//   - storage-version migration: while status.storedVersions names more than the storage
+//     version, every object is rewritten (read and written back through the API, which
+//     stores it in the storage version), then storedVersions is trimmed.
+package crd

@@ -1,0 +1,19 @@
+// Package crd compiles a CustomResourceDefinition into the registry Kinds that serve its
+// custom resources, one per served version.
+//
+// Compile is O(1) in the size of the schema: it copies names, scope and subresource paths
+// into Kinds and wires closures. Everything costly — the structural schema, the OpenAPI
+// validator, CEL programs, the OpenAPI document of the kind, printer-column JSONPaths, the
+// conversion webhook's HTTP client — is built on first use (sync.Once) and then cached for
+// the life of the Kind. The registry replaces the Kinds when the CRD's spec changes, which
+// drops the caches with them.
+//
+// Validation, defaulting, pruning, list types, embedded resources and CEL rules are
+// upstream's (k8s.io/apiextensions-apiserver): the strategy of a custom resource is
+// upstream's customresource strategy, fed with the structural schema of the version.
+//
+// Conversion between versions runs in Kind.FromStorage and Kind.ToStorage: strategy None
+// rewrites apiVersion; strategy Webhook sends a ConversionReview v1 over TLS to
+// clientConfig.url (service references need Options.ResolveService, as Kube runs no
+// cluster network).
+package crd
