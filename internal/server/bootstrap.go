@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	crdcontroller "kubeos.dev/kube/internal/controllers/crd"
+	"kubeos.dev/kube/internal/controllers/namespace"
 )
 
 // SystemNamespaces exist from the first start.
@@ -48,10 +49,21 @@ func (s *Server) bootstrap(ctx context.Context) error {
 
 // startControllers starts the built-in controllers; each stops when ctx ends and wg tracks them.
 func (s *Server) startControllers(ctx context.Context, wg *sync.WaitGroup) error {
-	// Namespace deletion and garbage collection run on the server holding their Lease.
-	if err := s.startElectedControllers(ctx, wg); err != nil {
+	cfg, err := s.LoopbackConfig("system:kube-controller:namespace-controller", "system:kube-controllers")
+	if err != nil {
 		return err
 	}
+	nc, err := namespace.New(cfg, s.opts.Log.With("controller", "namespace"))
+	if err != nil {
+		return err
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := nc.Start(ctx); err != nil && ctx.Err() == nil {
+			s.opts.Log.Error("namespace controller stopped", "err", err)
+		}
+	}()
 	return s.startCRDController(ctx, wg)
 }
 
