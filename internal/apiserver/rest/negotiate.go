@@ -91,6 +91,12 @@ func readBody(r *http.Request) ([]byte, error) {
 	return data, nil
 }
 
+// isProtobuf reports whether a request body is Kubernetes protobuf.
+func isProtobuf(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/vnd.kubernetes.protobuf"
+}
+
 var protoSerializer = protobuf.NewSerializer(scheme, scheme)
 
 // bodyJSON turns a request body of any accepted media type into JSON. typed is the Go

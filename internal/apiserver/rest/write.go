@@ -128,8 +128,11 @@ func (c *call) readObjectBody(o writeOptions) (*unstructured.Unstructured, error
 	if err := c.checkTypeMeta(obj); err != nil {
 		return nil, err
 	}
-	if err := c.checkFields(o, data); err != nil {
-		return nil, err
+	// A protobuf body decoded into its Go type: it cannot carry unknown or duplicate fields.
+	if !isProtobuf(c.r.Header.Get("Content-Type")) {
+		if err := c.checkFields(o, data); err != nil {
+			return nil, err
+		}
 	}
 	if a := request.AuditFrom(c.ctx); a != nil && a.WantRequest {
 		a.SetRequestObject(obj.DeepCopy().Object)
@@ -457,7 +460,13 @@ func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next fun
 		}
 		return fn(cur)
 	}
-	updated, err := c.h.store.GuaranteedUpdate(c.ctx, key, storage.UpdateOptions{Preconditions: pre}, fn)
+	// Start from the watch cache's copy when it has one: a fresh copy saves the read from
+	// etcd, a stale one costs only a retry (the write is a compare-and-swap either way).
+	var current *unstructured.Unstructured
+	if cached, err := c.h.caches.Get(c.kind.Prefix(), c.kind.AttrFunc()).Get(c.ctx, key, 0); err == nil {
+		current = cached
+	}
+	updated, err := c.h.store.GuaranteedUpdate(c.ctx, key, storage.UpdateOptions{Preconditions: pre, Current: current}, fn)
 	if err != nil {
 		return nil, statusError(err, c.gr, c.info.Name)
 	}
