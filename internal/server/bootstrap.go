@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	crdcontroller "kubeos.dev/kube/internal/controllers/crd"
-	"kubeos.dev/kube/internal/controllers/namespace"
 )
 
 // SystemNamespaces exist from the first start.
@@ -49,21 +48,10 @@ func (s *Server) bootstrap(ctx context.Context) error {
 
 // startControllers starts the built-in controllers; each stops when ctx ends and wg tracks them.
 func (s *Server) startControllers(ctx context.Context, wg *sync.WaitGroup) error {
-	cfg, err := s.LoopbackConfig("system:kube-controller:namespace-controller", "system:kube-controllers")
-	if err != nil {
+	// Namespace deletion and garbage collection run on the server holding their Lease.
+	if err := s.startElectedControllers(ctx, wg); err != nil {
 		return err
 	}
-	nc, err := namespace.New(cfg, s.opts.Log.With("controller", "namespace"))
-	if err != nil {
-		return err
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := nc.Start(ctx); err != nil && ctx.Err() == nil {
-			s.opts.Log.Error("namespace controller stopped", "err", err)
-		}
-	}()
 	return s.startCRDController(ctx, wg)
 }
 

@@ -157,6 +157,8 @@ func (s *Server) Run(ctx context.Context) error {
 	resources := restapi.New(restapi.Options{
 		Registry: s.Registry, Store: s.Store, Caches: caches, Log: o.Log,
 		OpenWatches: m.OpenWatches, Done: watchesDone,
+		// The garbage collector (internal/controllers/garbagecollector) always runs.
+		GarbageCollector: true,
 	})
 	disc := discovery.New(s.Registry)
 	oapi := openapi.New(s.Registry)

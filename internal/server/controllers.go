@@ -1,0 +1,103 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/url"
+	"os"
+	"sync"
+
+	"k8s.io/client-go/rest"
+
+	"kubeos.dev/kube/internal/controllers/garbagecollector"
+	"kubeos.dev/kube/internal/controllers/leader"
+	"kubeos.dev/kube/internal/controllers/namespace"
+)
+
+// ControllersGroup is the group of every built-in controller's identity
+// (system:kube-controller:<name>); RBAC grants the controllers their rights through it.
+const ControllersGroup = "system:kube-controllers"
+
+// ControllerUser is the identity of the built-in controller name.
+func ControllerUser(name string) string { return "system:kube-controller:" + name }
+
+// electedController is a built-in controller group that runs only on the server holding
+// its Lease (kube-system/kube-<name>).
+type electedController struct {
+	name string
+	new  func(cfg *rest.Config, log *slog.Logger) (starter, error)
+}
+
+// starter is the one lifecycle of every controller: Start blocks until ctx ends.
+type starter interface {
+	Start(ctx context.Context) error
+}
+
+// electedControllers are started in this order and stopped in reverse.
+var electedControllers = []electedController{
+	{name: "namespace-controller", new: func(cfg *rest.Config, log *slog.Logger) (starter, error) {
+		return namespace.New(cfg, log)
+	}},
+	{name: garbagecollector.Name, new: func(cfg *rest.Config, log *slog.Logger) (starter, error) {
+		return garbagecollector.New(cfg, garbagecollector.Options{Log: log})
+	}},
+}
+
+// startElectedControllers runs each elected controller under leader election with its own
+// identity. When ctx ends they are stopped one by one in reverse order; each releases its
+// Lease once stopped, so another server takes over at once.
+func (s *Server) startElectedControllers(ctx context.Context, wg *sync.WaitGroup) error {
+	identity := s.leaderIdentity()
+	var cancels []context.CancelFunc
+	var dones []chan struct{}
+	for _, c := range electedControllers {
+		log := s.opts.Log.With("controller", c.name)
+		cfg, err := s.LoopbackConfig(ControllerUser(c.name), ControllersGroup)
+		if err != nil {
+			return err
+		}
+		ctrl, err := c.new(cfg, log)
+		if err != nil {
+			return err
+		}
+		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		cancels, dones = append(cancels, cancel), append(dones, done)
+		go func() {
+			defer close(done)
+			err := leader.RunWithOptions(cctx, cfg, leader.Options{Name: "kube-" + c.name, Identity: identity, Log: log}, func(ctx context.Context) {
+				if err := ctrl.Start(ctx); err != nil && ctx.Err() == nil {
+					log.Error("controller stopped", "err", err)
+				}
+			})
+			if err != nil {
+				log.Error("leader election", "err", err)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		<-ctx.Done()
+		for i := len(cancels) - 1; i >= 0; i-- {
+			cancels[i]()
+			<-dones[i]
+		}
+	}()
+	return nil
+}
+
+// leaderIdentity names this server in Leases: host name, serving address and a random
+// suffix (two runs on the same address are different candidates).
+func (s *Server) leaderIdentity() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	addr := s.URL
+	if u, err := url.Parse(s.URL); err == nil {
+		addr = u.Host
+	}
+	return host + "_" + addr + "_" + hex.EncodeToString(b)
+}
