@@ -65,6 +65,9 @@ func newServerCommand(out, errOut io.Writer) *cobra.Command {
 			if abs, err := filepath.Abs(o.DataDir); err == nil {
 				o.DataDir = abs
 			}
+			if abs, err := filepath.Abs(o.PKIDir); err == nil {
+				o.PKIDir = abs
+			}
 			ctx, stop := signalContext()
 			defer stop()
 			fmt.Fprintf(out, "Data directory: %s\n", o.DataDir)
@@ -78,6 +81,7 @@ func newServerCommand(out, errOut io.Writer) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.DataDir, "data-dir", "", "directory for etcd data, the PKI and the admin kubeconfig (default "+server.DefaultDataDir()+")")
+	f.StringVar(&o.PKIDir, "pki-dir", "", "directory of the CA, serving, admin and service-account keys (default <data-dir>/pki); servers sharing one etcd cluster use the same one")
 	f.StringVar(&o.BindAddress, "bind-address", "127.0.0.1", "IP address to serve HTTPS on")
 	f.IntVar(&o.SecurePort, "secure-port", 6443, "port to serve HTTPS on (0: any free port)")
 	f.StringVar(&o.AdvertiseAddress, "advertise-address", "", "IP address clients reach this server on; added to the serving certificate")

@@ -17,6 +17,10 @@ type Options struct {
 	// DataDir holds etcd's data (embedded mode), the PKI and the admin kubeconfig.
 	// Default: $HOME/.local/share/kube.
 	DataDir string
+	// PKIDir holds the CA, serving, admin and service-account keys. Default: DataDir/pki.
+	// Servers that share one etcd cluster (high availability) point it at the same
+	// directory (or copies of it), so that they trust the same CA and sign the same tokens.
+	PKIDir string
 	// BindAddress and SecurePort are where HTTPS is served. Defaults 127.0.0.1 and 6443; port
 	// 0 takes a free port (tests).
 	BindAddress string
@@ -55,6 +59,9 @@ func DefaultDataDir() string {
 func (o *Options) Complete() {
 	if o.DataDir == "" {
 		o.DataDir = DefaultDataDir()
+	}
+	if o.PKIDir == "" {
+		o.PKIDir = filepath.Join(o.DataDir, "pki")
 	}
 	if o.BindAddress == "" {
 		o.BindAddress = "127.0.0.1"

@@ -95,7 +95,7 @@ func New(ctx context.Context, o Options) (_ *Server, err error) {
 	if ip := net.ParseIP(o.BindAddress); ip != nil && !ip.IsUnspecified() {
 		hosts = append(hosts, o.BindAddress)
 	}
-	if s.pki, err = pki.Ensure(pki.Options{Dir: filepath.Join(o.DataDir, "pki"), Hosts: hosts}); err != nil {
+	if s.pki, err = pki.Ensure(pki.Options{Dir: o.PKIDir, Hosts: hosts}); err != nil {
 		return nil, err
 	}
 	if s.listener, err = net.Listen("tcp", net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))); err != nil {

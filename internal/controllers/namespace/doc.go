@@ -4,5 +4,7 @@
 // namespace's conditions (NamespaceContentRemaining, NamespaceFinalizersRemaining), and
 // when the namespace is empty removes the "kubernetes" finalizer so the namespace goes.
 //
-// It reaches state only through the API, with its own identity.
+// It reaches state only through the API, with its own identity, and records
+// events.k8s.io/v1 Events on the namespace for each step (DeletingContent, ContentRemaining,
+// ContentDeleted).
 package namespace

@@ -20,10 +20,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"kubeos.dev/kube/internal/controllers/recorder"
 )
 
 // Controller deletes the content of deleted namespaces.
 type Controller struct {
+	cfg       *rest.Config
+	events    *recorder.Recorder
 	client    kubernetes.Interface
 	dynamic   dynamic.Interface
 	discovery discovery.DiscoveryInterface
@@ -44,16 +48,23 @@ func New(cfg *rest.Config, log *slog.Logger) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{
-		client:    cs,
-		dynamic:   dyn,
-		discovery: cs.Discovery(),
-		log:       log,
-		factory:   informers.NewSharedInformerFactory(cs, 0),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 10*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace"}),
+	return &Controller{cfg: cfg, client: cs, dynamic: dyn, discovery: cs.Discovery(), log: log}, nil
+}
+
+// Start runs the controller until ctx ends. It can be called again after it returned (a
+// new leadership term): informers, queue and event recorder are made afresh.
+func (c *Controller) Start(ctx context.Context) error {
+	rec, err := recorder.Start(ctx, c.cfg, "namespace-controller")
+	if err != nil {
+		return err
 	}
+	defer rec.Stop()
+	c.events = rec
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 10*time.Second),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace"})
+	defer c.queue.ShutDown()
+	c.factory = informers.NewSharedInformerFactory(c.client, 0)
 	inf := c.factory.Core().V1().Namespaces()
 	c.lister = inf.Lister()
 	c.synced = inf.Informer().HasSynced
@@ -66,14 +77,8 @@ func New(cfg *rest.Config, log *slog.Logger) (*Controller, error) {
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 	}); err != nil {
-		return nil, err
+		return err
 	}
-	return c, nil
-}
-
-// Start runs the controller until ctx ends.
-func (c *Controller) Start(ctx context.Context) error {
-	defer c.queue.ShutDown()
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
@@ -125,6 +130,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (retry bool, er
 	if err != nil && len(resources) == 0 {
 		return false, err
 	}
+	c.events.Eventf(ns, nil, corev1.EventTypeNormal, "DeletingContent", "DeleteContent", "deleting all content of namespace %s", name)
 	remaining := map[string]int{}
 	finalizers := map[string]int{}
 	for _, gvr := range resources {
@@ -149,6 +155,8 @@ func (c *Controller) reconcile(ctx context.Context, name string) (retry bool, er
 		}
 	}
 	if len(remaining) > 0 {
+		c.events.Eventf(ns, nil, corev1.EventTypeNormal, "ContentRemaining", "DeleteContent",
+			"waiting for content to go: %s", describe(remaining, "instances"))
 		return true, c.setConditions(ctx, ns, remaining, finalizers)
 	}
 	// Empty: drop our finalizer so the namespace goes.
@@ -163,6 +171,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (retry bool, er
 	if _, err := c.client.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return false, err
 	}
+	c.events.Eventf(ns, nil, corev1.EventTypeNormal, "ContentDeleted", "Finalize", "all content deleted; namespace finalized")
 	return false, nil
 }
 
