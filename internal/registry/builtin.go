@@ -19,7 +19,7 @@ import (
 // follow kubectl's printers (k8s.io/kubernetes pkg/printers/internalversion); field
 // selectors follow each upstream strategy's selectable fields.
 func Builtins() []*Kind {
-	return []*Kind{
+	return append([]*Kind{
 		// core v1
 		namespaceKind(), configMapKind(), secretKind(), serviceAccountKind(), coreEventKind(),
 		// events.k8s.io/v1
@@ -33,15 +33,18 @@ func Builtins() []*Kind {
 		// admissionregistration.k8s.io/v1
 		mutatingWebhookKind(), validatingWebhookKind(),
 		validatingAdmissionPolicyKind(), validatingAdmissionPolicyBindingKind(),
-	}
+	}, authzKinds()...)
 }
 
 // builtinTypes is every built-in kind's Go types; Definitions is generated from it.
 func builtinTypes() []typedKind {
 	var out []typedKind
 	for _, k := range Builtins() {
-		out = append(out, typedKind{group: k.Group, version: k.Version, kind: k.Kind,
-			obj: k.NewTyped(), list: k.NewTypedList()})
+		var list runtime.Object
+		if k.NewTypedList != nil { // computed kinds have no list
+			list = k.NewTypedList()
+		}
+		out = append(out, typedKind{group: k.Group, version: k.Version, kind: k.Kind, obj: k.NewTyped(), list: list})
 	}
 	return out
 }

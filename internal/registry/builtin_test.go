@@ -61,6 +61,12 @@ func TestBuiltinNames(t *testing.T) {
 			"validatingadmissionpolicy", nil, []string{"api-extensions"}, false, true, "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy"},
 		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}: {"ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBindingList",
 			"validatingadmissionpolicybinding", nil, []string{"api-extensions"}, false, false, "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding"},
+		{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}:  {"SelfSubjectAccessReview", "", "selfsubjectaccessreview", nil, nil, false, false, "io.k8s.api.authorization.v1.SelfSubjectAccessReview"},
+		{Group: "authorization.k8s.io", Version: "v1", Resource: "subjectaccessreviews"}:      {"SubjectAccessReview", "", "subjectaccessreview", nil, nil, false, false, "io.k8s.api.authorization.v1.SubjectAccessReview"},
+		{Group: "authorization.k8s.io", Version: "v1", Resource: "localsubjectaccessreviews"}: {"LocalSubjectAccessReview", "", "localsubjectaccessreview", nil, nil, true, false, "io.k8s.api.authorization.v1.LocalSubjectAccessReview"},
+		{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectrulesreviews"}:   {"SelfSubjectRulesReview", "", "selfsubjectrulesreview", nil, nil, false, false, "io.k8s.api.authorization.v1.SelfSubjectRulesReview"},
+		{Group: "authentication.k8s.io", Version: "v1", Resource: "selfsubjectreviews"}:       {"SelfSubjectReview", "", "selfsubjectreview", nil, nil, false, false, "io.k8s.api.authentication.v1.SelfSubjectReview"},
+		{Group: "authentication.k8s.io", Version: "v1", Resource: "tokenreviews"}:             {"TokenReview", "", "tokenreview", nil, nil, false, false, "io.k8s.api.authentication.v1.TokenReview"},
 	}
 	got := map[schema.GroupVersionResource]bool{}
 	for _, k := range Builtins() {
@@ -76,6 +82,9 @@ func TestBuiltinNames(t *testing.T) {
 		}
 		if o := k.NewTyped(); o == nil || reflect.TypeOf(o).Elem().Name() != k.Kind {
 			t.Errorf("%v: NewTyped gives %T", k.GVR(), o)
+		}
+		if k.Verbs != nil && !k.Supports("list") {
+			continue // computed kinds (access reviews) have no list and no strategy
 		}
 		if l := k.NewTypedList(); l == nil || reflect.TypeOf(l).Elem().Name() != k.ListKind {
 			t.Errorf("%v: NewTypedList gives %T", k.GVR(), l)

@@ -72,6 +72,27 @@ type Kind struct {
 	// every change outside metadata and status), as for custom resources and kinds with a
 	// spec. Kinds without it (ConfigMap, Secret, ...) carry no generation, as upstream.
 	Generation bool
+
+	// Create, when set, makes the kind computed rather than stored: a create calls it with
+	// the decoded, type-checked request object and answers 201 with what it returns; nothing
+	// is persisted and no other verb is served. Access reviews (SelfSubjectAccessReview, ...),
+	// SelfSubjectReview and TokenReview are such kinds. An error may be an API status error.
+	Create func(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
+	// Subresources are create-only subresources computed by a hook (serviceaccounts/token),
+	// by subresource name. The status, scale and finalize subresources are not listed here.
+	Subresources map[string]*Subresource
+}
+
+// Subresource is a create-only subresource whose request and response objects are of
+// another kind than the parent (e.g. serviceaccounts/token takes and returns an
+// authentication.k8s.io/v1 TokenRequest).
+type Subresource struct {
+	// Group, Version and Kind of the request and response object.
+	Group, Version, Kind string
+	// NewTyped returns an empty Go object of the kind, for strict field checks.
+	NewTyped func() runtime.Object
+	// Create computes the response for the parent object namespace/name.
+	Create func(ctx context.Context, namespace, name string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
 }
 
 // FieldChecker is implemented by strategies that can list the unknown and duplicate fields

@@ -376,6 +376,9 @@ func buildDefinitions(refPrefix string, v3 bool) map[string]spec.Schema {
 			obj  runtime.Object
 			kind string
 		}{{tk.obj, tk.kind}, {tk.list, tk.kind + "List"}} {
+			if o.obj == nil {
+				continue
+			}
 			name := g.define(indirectType(reflect.TypeOf(o.obj)))
 			d := g.defs[name]
 			d.AddExtension(extGVK, gvkExtension(tk.group, tk.version, o.kind))

@@ -25,25 +25,12 @@ type Authenticator interface {
 	Authenticate(r *http.Request) (u *request.User, ok bool, err error)
 }
 
-// X509 authenticates TLS client certificates that verified against the server's client CA:
-// CN is the user name, O the groups.
-type X509 struct{}
-
-// Authenticate implements Authenticator.
-func (X509) Authenticate(r *http.Request) (*request.User, bool, error) {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		return nil, false, nil
-	}
-	cert := r.TLS.VerifiedChains[0][0]
-	if cert.Subject.CommonName == "" {
-		return nil, false, fmt.Errorf("client certificate has no common name")
-	}
-	return &request.User{Name: cert.Subject.CommonName, Groups: append(cert.Subject.Organization, "system:authenticated")}, true, nil
-}
-
 // Options configure the filter chain.
 type Options struct {
 	Authenticators []Authenticator
+	// Authorizer, when set, decides every request after authentication and impersonation;
+	// a denial is 403 Forbidden. nil allows every authenticated request.
+	Authorizer Authorizer
 	// MaxMutatingInFlight and MaxReadOnlyInFlight bound concurrent requests (watches are not
 	// counted); beyond them requests get 429 with Retry-After. Defaults 200 and 400.
 	MaxMutatingInFlight, MaxReadOnlyInFlight int
@@ -85,7 +72,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // Chain wraps h in every filter, outermost first: recovery, request info, metrics,
-// authentication, in-flight limits, body limit.
+// authentication, audit, impersonation, authorization, in-flight limits, body limit.
 func Chain(h http.Handler, o Options) http.Handler {
 	if o.MaxMutatingInFlight == 0 {
 		o.MaxMutatingInFlight = 200
@@ -98,6 +85,10 @@ func Chain(h http.Handler, o Options) http.Handler {
 	}
 	h = withBodyLimit(h)
 	h = withInFlightLimit(h, o)
+	if o.Authorizer != nil {
+		h = withAuthorization(h, o.Authorizer)
+		h = withImpersonation(h, o.Authorizer)
+	}
 	if o.Audit != nil {
 		h = withAudit(h, o.Audit)
 	}

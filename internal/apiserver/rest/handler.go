@@ -114,6 +114,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteStatus(w, apierrors.NewNotFound(c.gr, info.Name))
 		return
 	}
+	if sr, ok := kind.Subresources[info.Subresource]; ok && info.Subresource != "" {
+		if info.Verb != "create" || info.Name == "" {
+			WriteStatus(w, methodNotSupported(c.gr, info.Verb))
+			return
+		}
+		c.createSubresource(sr)
+		return
+	}
 	switch info.Subresource {
 	case "":
 	case "status":
@@ -146,6 +154,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !kind.Supports(info.Verb) {
 		WriteStatus(w, methodNotSupported(c.gr, info.Verb))
+		return
+	}
+	if kind.Create != nil {
+		c.createComputed()
 		return
 	}
 	switch info.Verb {

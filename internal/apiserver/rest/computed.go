@@ -1,0 +1,110 @@
+package rest
+
+import (
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "sigs.k8s.io/json"
+
+	"kubeos.dev/kube/internal/registry"
+)
+
+// createComputed serves a create of a computed kind (Kind.Create): the body is decoded and
+// checked like any create body, then the hook computes the answer; nothing is stored.
+func (c *call) createComputed() {
+	if c.info.Verb != "create" || c.info.Name != "" {
+		c.fail(methodNotSupported(c.gr, c.info.Verb))
+		return
+	}
+	o, err := c.parseWriteOptions()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	obj, err := c.readObjectBody(o)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if err := c.checkNamespace(obj); err != nil {
+		c.fail(err)
+		return
+	}
+	out, err := c.kind.Create(c.ctx, obj)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	writeJSON(c.w, http.StatusCreated, out.Object)
+}
+
+// createSubresource serves a create of a computed subresource (Kind.Subresources), whose
+// request and response objects are of the subresource's own kind.
+func (c *call) createSubresource(sr *registry.Subresource) {
+	o, err := c.parseWriteOptions()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	body, err := readBody(c.r)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	data, err := bodyJSON(c.r.Header.Get("Content-Type"), body, sr.NewTyped != nil)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	obj, err := decodeObject(data)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	gv := schema.GroupVersion{Group: sr.Group, Version: sr.Version}.String()
+	if av := obj.GetAPIVersion(); av == "" {
+		obj.SetAPIVersion(gv)
+	} else if av != gv {
+		c.fail(apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", av, gv)))
+		return
+	}
+	if k := obj.GetKind(); k == "" {
+		obj.SetKind(sr.Kind)
+	} else if k != sr.Kind {
+		c.fail(apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", k, sr.Kind)))
+		return
+	}
+	if sr.NewTyped != nil {
+		if err := checkTypedFields(c, o, sr.Kind, sr.Version, sr.NewTyped(), data); err != nil {
+			c.fail(err)
+			return
+		}
+	}
+	out, err := sr.Create(c.ctx, c.objNamespace(), c.info.Name, obj)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	writeJSON(c.w, http.StatusCreated, out.Object)
+}
+
+// checkTypedFields applies fieldValidation to a body of a Go type other than the call's kind.
+func checkTypedFields(c *call, o writeOptions, kind, version string, typed runtime.Object, data []byte) error {
+	errs, err := kjson.UnmarshalStrict(data, typed)
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", kind, version, kind, err))
+	}
+	if len(errs) == 0 || o.fieldValidation == "Ignore" {
+		return nil
+	}
+	if o.fieldValidation == "Strict" {
+		return apierrors.NewBadRequest(strictMessage(errs))
+	}
+	for _, e := range errs {
+		addWarning(c.w, e.Error())
+	}
+	return nil
+}
