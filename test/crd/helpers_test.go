@@ -1,0 +1,7 @@
+package crd
+
+import (
+	"encoding/base64"
+)
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
