@@ -27,6 +27,8 @@ type Attributes struct {
 	Subresource string
 	Namespace   string
 	Name        string
+	// Namespaced says the resource is namespaced (for rules' scope).
+	Namespaced bool
 	// Object is the proposed object (nil for Delete); Admit may change it in place.
 	Object *unstructured.Unstructured
 	// OldObject is the stored object (nil for Create).

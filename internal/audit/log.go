@@ -8,8 +8,8 @@ import (
 	"os"
 	"sync"
 
-	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"gopkg.in/natefinch/lumberjack.v2"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
 // Log writes audit events as JSON lines. It is safe for concurrent use.

@@ -54,6 +54,8 @@ type Server struct {
 
 	ready     chan struct{}
 	readyOnce sync.Once
+	// auth is authentication and authorization (auth.go).
+	auth *authState
 	// caches is the watch cache set of the running server (controllers stop the cache of a
 	// deleted resource).
 	caches *watchcache.Set
@@ -114,10 +116,15 @@ func New(ctx context.Context, o Options) (_ *Server, err error) {
 	if err = pki.WriteKubeconfig(s.KubeconfigPath, s.URL, s.pki.CAPEM, s.pki.AdminCertPEM, s.pki.AdminKeyPEM, pki.AdminUser); err != nil {
 		return nil, err
 	}
-	s.Store = storage.New(s.client)
+	if s.Store, err = s.newStore(); err != nil {
+		return nil, err
+	}
 	s.Registry = registry.New()
 	for _, k := range registry.Builtins() {
 		s.Registry.Add(k)
+	}
+	if err = s.newAuth(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -153,12 +160,19 @@ func (s *Server) Run(ctx context.Context) error {
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := filters.NewMetrics(s.metrics)
 
+	sec, err := s.newSecurity()
+	if err != nil {
+		return err
+	}
+	defer sec.close()
 	watchesDone := make(chan struct{})
 	resources := restapi.New(restapi.Options{
 		Registry: s.Registry, Store: s.Store, Caches: caches, Log: o.Log,
 		OpenWatches: m.OpenWatches, Done: watchesDone,
 		// The garbage collector (internal/controllers/garbagecollector) always runs.
 		GarbageCollector: true,
+		// Admission: webhooks and policies (security.go).
+		Admission: s.auth.admission(sec.admission),
 	})
 	disc := discovery.New(s.Registry)
 	oapi := openapi.New(s.Registry)
@@ -196,14 +210,17 @@ func (s *Server) Run(ctx context.Context) error {
 		restapi.WriteStatus(w, notFound(r.URL.Path))
 	}))
 	handler := filters.Chain(mux, filters.Options{
-		Authenticators: []filters.Authenticator{filters.X509{}},
+		Authenticators: s.auth.authenticators(s),
+		Authorizer:     s.auth.authz,
 		Metrics:        m,
 		Log:            o.Log,
+		Audit:          sec.audit,
 	})
 	tlsConfig, err := s.pki.ServingTLSConfig()
 	if err != nil {
 		return err
 	}
+	clientAuthTLS(tlsConfig)
 	srv := &http.Server{
 		Handler:           handler,
 		TLSConfig:         tlsConfig,
@@ -224,6 +241,18 @@ func (s *Server) Run(ctx context.Context) error {
 	defer stopControllers()
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = compactor.Start(ctrlCtx) }()
+	if err := sec.start(ctrlCtx); err != nil {
+		stopControllers()
+		wg.Wait()
+		srv.Close()
+		return err
+	}
+	if err := s.startAuth(ctrlCtx, &wg); err != nil {
+		stopControllers()
+		wg.Wait()
+		srv.Close()
+		return err
+	}
 	if err := s.startControllers(ctrlCtx, &wg); err != nil {
 		stopControllers()
 		wg.Wait()

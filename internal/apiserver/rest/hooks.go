@@ -31,6 +31,7 @@ func (c *call) attributes(op admission.Operation, obj, old *unstructured.Unstruc
 	return &admission.Attributes{
 		Operation: op, Kind: c.kind.GVK(), Resource: c.kind.GVR(), Subresource: c.info.Subresource,
 		Namespace: ns, Name: name, Object: obj, OldObject: old, User: u, DryRun: dryRun,
+		Namespaced: c.kind.Namespaced,
 	}
 }
 
@@ -39,7 +40,7 @@ func (c *call) admit(op admission.Operation, obj, old *unstructured.Unstructured
 	if c.h.admission == nil {
 		return nil
 	}
-	return admissionError(c.h.admission.Admit(c.ctx, c.attributes(op, obj, old, dryRun)), c)
+	return admissionError(c.h.admission.Admit(c.admissionContext(), c.attributes(op, obj, old, dryRun)), c)
 }
 
 // validateAdmission runs validating admission.
@@ -47,7 +48,12 @@ func (c *call) validateAdmission(op admission.Operation, obj, old *unstructured.
 	if c.h.admission == nil {
 		return nil
 	}
-	return admissionError(c.h.admission.Validate(c.ctx, c.attributes(op, obj, old, dryRun)), c)
+	return admissionError(c.h.admission.Validate(c.admissionContext(), c.attributes(op, obj, old, dryRun)), c)
+}
+
+// admissionContext lets admission add Warning headers to the response.
+func (c *call) admissionContext() context.Context {
+	return request.WithWarner(c.ctx, func(text string) { addWarning(c.w, text) })
 }
 
 // admissionError: admission refusals that are not API errors already are 403 Forbidden.

@@ -1,0 +1,144 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"kubeos.dev/kube/internal/admission"
+	"kubeos.dev/kube/internal/audit"
+	"kubeos.dev/kube/internal/encryption"
+	"kubeos.dev/kube/internal/storage"
+)
+
+// AdmissionAuditOptions configure admission webhooks, the audit log and encryption at rest.
+type AdmissionAuditOptions struct {
+	// AuditPolicyFile is an audit.k8s.io/v1 Policy; empty disables auditing.
+	AuditPolicyFile string
+	// AuditLogPath is where audit events go as JSON lines ("-": standard output).
+	AuditLogPath string
+	// AuditLogMaxSize (MB) rotates the log; AuditLogMaxBackup rotated files are kept;
+	// AuditLogMaxAge (days) removes older ones.
+	AuditLogMaxSize, AuditLogMaxBackup, AuditLogMaxAge int
+	// EncryptionProviderConfig is an apiserver.config.k8s.io/v1 EncryptionConfiguration;
+	// empty stores values in plain JSON.
+	EncryptionProviderConfig string
+	// AdmissionClientCertFile and AdmissionClientKeyFile are the client certificate Kube
+	// presents to admission webhooks (mutual TLS).
+	AdmissionClientCertFile, AdmissionClientKeyFile string
+}
+
+func (o *AdmissionAuditOptions) validate() error {
+	if o.AuditPolicyFile != "" && o.AuditLogPath == "" {
+		return errors.New("--audit-policy-file needs --audit-log-path")
+	}
+	if o.AuditLogMaxSize < 0 || o.AuditLogMaxBackup < 0 || o.AuditLogMaxAge < 0 {
+		return errors.New("--audit-log-maxsize, --audit-log-maxbackup and --audit-log-maxage must not be negative")
+	}
+	if (o.AdmissionClientCertFile == "") != (o.AdmissionClientKeyFile == "") {
+		return errors.New("--admission-client-cert and --admission-client-key go together")
+	}
+	return nil
+}
+
+// newStore opens the object store, with the encryption transformer when configured.
+func (s *Server) newStore() (*storage.Store, error) {
+	if s.opts.EncryptionProviderConfig == "" {
+		return storage.New(s.client), nil
+	}
+	t, err := encryption.LoadFile(s.opts.EncryptionProviderConfig)
+	if err != nil {
+		return nil, fmt.Errorf("--encryption-provider-config: %w", err)
+	}
+	return storage.NewWithTransformer(s.client, t), nil
+}
+
+// security is the admission chain and the audit log of a running server.
+type security struct {
+	admission *admission.Chain
+	audit     *audit.Log
+	source    *admission.InformerSource
+}
+
+// newSecurity builds the admission chain (mutating webhooks; validating admission policies,
+// then validating webhooks) and the audit log. NamespaceLifecycle stays in the REST handler,
+// which reads namespaces from its watch cache and etcd.
+func (s *Server) newSecurity() (*security, error) {
+	o := s.opts
+	sec := &security{}
+	if o.AuditPolicyFile != "" {
+		p, err := audit.LoadPolicyFile(o.AuditPolicyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--audit-policy-file: %w", err)
+		}
+		if sec.audit, err = audit.NewLog(p, audit.LogOptions{Path: o.AuditLogPath, MaxSizeMB: o.AuditLogMaxSize, MaxBackups: o.AuditLogMaxBackup, MaxAgeDays: o.AuditLogMaxAge}); err != nil {
+			return nil, err
+		}
+	}
+	var cert *tls.Certificate
+	if o.AdmissionClientCertFile != "" {
+		c, err := tls.LoadX509KeyPair(o.AdmissionClientCertFile, o.AdmissionClientKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--admission-client-cert/--admission-client-key: %w", err)
+		}
+		cert = &c
+	}
+	cfg, err := s.LoopbackConfig("system:kube-admission", "system:masters")
+	if err != nil {
+		return nil, err
+	}
+	if sec.source, err = admission.NewInformerSource(cfg); err != nil {
+		return nil, err
+	}
+	webhooks := admission.NewWebhooks(admission.WebhookOptions{Source: sec.source, ClientCert: cert})
+	policies, err := admission.NewPolicies(admission.PolicyOptions{Source: sec.source, Params: paramGetter{s}})
+	if err != nil {
+		return nil, err
+	}
+	sec.admission = &admission.Chain{
+		Mutating:   []admission.Mutator{webhooks},
+		Validating: []admission.Validator{policies, webhooks},
+	}
+	return sec, nil
+}
+
+// start runs the admission informers (the API must be serving) until ctx ends.
+func (sec *security) start(ctx context.Context) error {
+	return sec.source.Start(ctx)
+}
+
+func (sec *security) close() {
+	if sec != nil && sec.audit != nil {
+		sec.audit.Close()
+	}
+}
+
+// paramGetter reads policy parameter objects from the store.
+type paramGetter struct{ s *Server }
+
+func (p paramGetter) GetParam(ctx context.Context, apiVersion, kind, namespace, name string) (map[string]any, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range p.s.Registry.Kinds() {
+		if k.Group != gv.Group || k.Version != gv.Version || k.Kind != kind {
+			continue
+		}
+		if !k.Namespaced {
+			namespace = ""
+		}
+		obj, err := p.s.Store.Get(ctx, k.Key(namespace, name))
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return obj.Object, nil
+	}
+	return nil, fmt.Errorf("paramKind %s %s is not served", apiVersion, kind)
+}
