@@ -14,11 +14,13 @@ import (
 	"kubeos.dev/kube/internal/controllers/garbagecollector"
 	"kubeos.dev/kube/internal/controllers/leader"
 	"kubeos.dev/kube/internal/controllers/namespace"
+	"kubeos.dev/kube/internal/rbac"
 )
 
 // ControllersGroup is the group of every built-in controller's identity
-// (system:kube-controller:<name>); RBAC grants the controllers their rights through it.
-const ControllersGroup = "system:kube-controllers"
+// (system:kube-controller:<name>); RBAC's bootstrap policy grants the controllers their
+// rights through it.
+const ControllersGroup = rbac.ControllersGroup
 
 // ControllerUser is the identity of the built-in controller name.
 func ControllerUser(name string) string { return "system:kube-controller:" + name }
