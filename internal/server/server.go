@@ -54,8 +54,6 @@ type Server struct {
 
 	ready     chan struct{}
 	readyOnce sync.Once
-	// auth is authentication and authorization (auth.go).
-	auth *authState
 	// caches is the watch cache set of the running server (controllers stop the cache of a
 	// deleted resource).
 	caches *watchcache.Set
@@ -123,9 +121,6 @@ func New(ctx context.Context, o Options) (_ *Server, err error) {
 	for _, k := range registry.Builtins() {
 		s.Registry.Add(k)
 	}
-	if err = s.newAuth(); err != nil {
-		return nil, err
-	}
 	return s, nil
 }
 
@@ -172,7 +167,7 @@ func (s *Server) Run(ctx context.Context) error {
 		// The garbage collector (internal/controllers/garbagecollector) always runs.
 		GarbageCollector: true,
 		// Admission: webhooks and policies (security.go).
-		Admission: s.auth.admission(sec.admission),
+		Admission: sec.admission,
 	})
 	disc := discovery.New(s.Registry)
 	oapi := openapi.New(s.Registry)
@@ -210,8 +205,7 @@ func (s *Server) Run(ctx context.Context) error {
 		restapi.WriteStatus(w, notFound(r.URL.Path))
 	}))
 	handler := filters.Chain(mux, filters.Options{
-		Authenticators: s.auth.authenticators(s),
-		Authorizer:     s.auth.authz,
+		Authenticators: []filters.Authenticator{filters.X509{}},
 		Metrics:        m,
 		Log:            o.Log,
 		Audit:          sec.audit,
@@ -220,7 +214,6 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	clientAuthTLS(tlsConfig)
 	srv := &http.Server{
 		Handler:           handler,
 		TLSConfig:         tlsConfig,
@@ -242,12 +235,6 @@ func (s *Server) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = compactor.Start(ctrlCtx) }()
 	if err := sec.start(ctrlCtx); err != nil {
-		stopControllers()
-		wg.Wait()
-		srv.Close()
-		return err
-	}
-	if err := s.startAuth(ctrlCtx, &wg); err != nil {
 		stopControllers()
 		wg.Wait()
 		srv.Close()
