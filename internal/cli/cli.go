@@ -28,7 +28,7 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newServerCommand(out, errOut), newEtcdCommand(out, errOut))
+	root.AddCommand(newServerCommand(out, errOut), newEtcdCommand(out, errOut), newCertsCommand(out))
 	return root
 }
 
@@ -91,6 +91,8 @@ func newServerCommand(out, errOut io.Writer) *cobra.Command {
 	f.StringVar(&o.EtcdCAFile, "etcd-cafile", "", "CA that verifies the external etcd members")
 	f.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", 5*time.Minute, "how often etcd history is compacted (0 disables)")
 	f.IntVar(&o.WatchCacheSize, "watch-cache-size", 1000, "recent events kept per resource for watches to resume from")
+	f.StringVar(&o.TokenAuthFile, "token-auth-file", "", "static bearer tokens, CSV lines token,user,uid,\"group1,group2\"")
+	f.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", "", "issuer (and default audience) of service-account tokens (default https://kubernetes.default.svc)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

@@ -41,6 +41,11 @@ type Options struct {
 	Out io.Writer
 	// Log is the server's logger.
 	Log *slog.Logger
+	// TokenAuthFile is upstream's static token file (CSV: token,user,uid,"group1,group2").
+	TokenAuthFile string
+	// ServiceAccountIssuer is the iss claim, and default audience, of service-account
+	// tokens. Default https://kubernetes.default.svc.
+	ServiceAccountIssuer string
 	// AdmissionAuditOptions: admission webhook client certificate, audit log, encryption
 	// at rest (security.go).
 	AdmissionAuditOptions

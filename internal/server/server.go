@@ -54,6 +54,8 @@ type Server struct {
 
 	ready     chan struct{}
 	readyOnce sync.Once
+	// auth is authentication and authorization (auth.go).
+	auth *authState
 	// caches is the watch cache set of the running server (controllers stop the cache of a
 	// deleted resource).
 	caches *watchcache.Set
@@ -121,6 +123,9 @@ func New(ctx context.Context, o Options) (_ *Server, err error) {
 	for _, k := range registry.Builtins() {
 		s.Registry.Add(k)
 	}
+	if err = s.newAuth(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -167,7 +172,7 @@ func (s *Server) Run(ctx context.Context) error {
 		// The garbage collector (internal/controllers/garbagecollector) always runs.
 		GarbageCollector: true,
 		// Admission: webhooks and policies (security.go).
-		Admission: sec.admission,
+		Admission: s.auth.admission(sec.admission),
 	})
 	disc := discovery.New(s.Registry)
 	oapi := openapi.New(s.Registry)
@@ -205,7 +210,8 @@ func (s *Server) Run(ctx context.Context) error {
 		restapi.WriteStatus(w, notFound(r.URL.Path))
 	}))
 	handler := filters.Chain(mux, filters.Options{
-		Authenticators: []filters.Authenticator{filters.X509{}},
+		Authenticators: s.auth.authenticators(s),
+		Authorizer:     s.auth.authz,
 		Metrics:        m,
 		Log:            o.Log,
 		Audit:          sec.audit,
@@ -214,6 +220,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	clientAuthTLS(tlsConfig)
 	srv := &http.Server{
 		Handler:           handler,
 		TLSConfig:         tlsConfig,
@@ -235,6 +242,12 @@ func (s *Server) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = compactor.Start(ctrlCtx) }()
 	if err := sec.start(ctrlCtx); err != nil {
+		stopControllers()
+		wg.Wait()
+		srv.Close()
+		return err
+	}
+	if err := s.startAuth(ctrlCtx, &wg); err != nil {
 		stopControllers()
 		wg.Wait()
 		srv.Close()

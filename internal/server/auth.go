@@ -1,0 +1,205 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"kubeos.dev/kube/internal/admission"
+	"kubeos.dev/kube/internal/apiserver/filters"
+	"kubeos.dev/kube/internal/rbac"
+	"kubeos.dev/kube/internal/registry"
+	"kubeos.dev/kube/internal/serviceaccount"
+)
+
+// authState is the server's authentication and authorization: the authenticators, the RBAC
+// authorizer, escalation prevention, service-account tokens.
+type authState struct {
+	authz      *rbac.Authorizer
+	escalation *rbac.Escalation
+	tokens     *serviceaccount.Tokens
+	static     *filters.StaticTokens
+	client     kubernetes.Interface
+}
+
+// newAuth prepares authentication and authorization and gives the computed kinds
+// (access reviews, SelfSubjectReview, TokenReview) and serviceaccounts/token their hooks.
+// Called by New once the PKI and the registry exist.
+func (s *Server) newAuth() error {
+	cfg, err := s.LoopbackConfig("system:apiserver", "system:masters")
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	sec := &authState{authz: rbac.NewAuthorizer(), client: cs}
+	sec.escalation = &rbac.Escalation{Authorizer: sec.authz}
+	if sec.tokens, err = serviceaccount.New(s.pki.ServiceAccountKey, s.opts.ServiceAccountIssuer, cs, nil); err != nil {
+		return err
+	}
+	if s.opts.TokenAuthFile != "" {
+		if sec.static, err = filters.LoadTokenFile(s.opts.TokenAuthFile); err != nil {
+			return err
+		}
+	}
+	hooks := map[schema.GroupVersionResource]func(context.Context, *unstructured.Unstructured) (*unstructured.Unstructured, error){
+		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.SelfSubjectAccessReviews}:  sec.authz.CreateSelfSubjectAccessReview,
+		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.SubjectAccessReviews}:      sec.authz.CreateSubjectAccessReview,
+		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.LocalSubjectAccessReviews}: sec.authz.CreateLocalSubjectAccessReview,
+		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.SelfSubjectRulesReviews}:   sec.authz.CreateSelfSubjectRulesReview,
+		{Group: "authentication.k8s.io", Version: "v1", Resource: registry.SelfSubjectReviews}:       rbac.CreateSelfSubjectReview,
+		{Group: "authentication.k8s.io", Version: "v1", Resource: registry.TokenReviews}:             sec.createTokenReview,
+	}
+	for gvr, h := range hooks {
+		k, ok := s.Registry.Lookup(gvr)
+		if !ok {
+			return fmt.Errorf("auth: no built-in kind %s", gvr)
+		}
+		k.Create = h
+	}
+	sa, ok := s.Registry.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"})
+	if !ok {
+		return fmt.Errorf("auth: no built-in serviceaccounts")
+	}
+	sa.Subresources = map[string]*registry.Subresource{"token": {
+		Group: authenticationv1.GroupName, Version: "v1", Kind: "TokenRequest",
+		NewTyped: func() runtime.Object { return &authenticationv1.TokenRequest{} },
+		Create:   sec.tokens.CreateToken,
+	}}
+	s.auth = sec
+	return nil
+}
+
+// authenticators is the authentication chain: client certificates, then bearer tokens
+// (static tokens first, then service-account tokens).
+func (sec *authState) authenticators(s *Server) []filters.Authenticator {
+	tokens := []filters.TokenAuthenticator{}
+	if sec.static != nil {
+		tokens = append(tokens, sec.static)
+	}
+	tokens = append(tokens, sec.tokens)
+	return []filters.Authenticator{filters.X509{Roots: s.pki.ClientCAPool()}, filters.BearerToken{Tokens: tokens}}
+}
+
+// clientAuthTLS makes the TLS layer ask for client certificates without verifying them:
+// X509 verifies them, so that an expired certificate or one of another CA is answered 401
+// (as kube-apiserver answers it) rather than failing the handshake.
+func clientAuthTLS(c *tls.Config) { c.ClientAuth = tls.RequestClientCert }
+
+// startAuth starts the RBAC snapshot, the service-account cache and the ClusterRole
+// aggregation controller, creates the bootstrap policy and waits until the authorizer sees
+// it (the controllers' identities are authorized through it).
+func (s *Server) startAuth(ctx context.Context, wg *sync.WaitGroup) error {
+	sec := s.auth
+	log := s.opts.Log
+	run := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && ctx.Err() == nil {
+				log.Error("stopped", "component", name, "err", err)
+			}
+		}()
+	}
+	run("rbac-authorizer", func(ctx context.Context) error { return sec.authz.Start(ctx, sec.client) })
+	run("serviceaccount-tokens", sec.tokens.Start)
+	agg := &rbac.AggregationController{Client: sec.client, Log: log.With("controller", "clusterrole-aggregation")}
+	run("clusterrole-aggregation", agg.Start)
+
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(wctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := rbac.EnsureBootstrapPolicy(ctx, sec.client); err != nil {
+			log.Warn("bootstrap RBAC policy", "err", err)
+			return false, nil
+		}
+		return true, nil
+	}); err != nil {
+		return fmt.Errorf("bootstrap RBAC policy: %w", err)
+	}
+	controller := &rbac.Attributes{User: ControllerUser("probe"), Groups: []string{ControllersGroup}, ResourceRequest: true,
+		Verb: "list", APIGroup: "", Resource: "namespaces"}
+	basic := &rbac.Attributes{User: "probe", Groups: []string{"system:authenticated"}, ResourceRequest: true,
+		Verb: "create", APIGroup: "authorization.k8s.io", Resource: registry.SelfSubjectAccessReviews}
+	if err := wait.PollUntilContextCancel(wctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+		snap := sec.authz.Snapshot()
+		return snap.Allows(controller) && snap.Allows(basic), nil
+	}); err != nil {
+		return fmt.Errorf("RBAC authorizer did not see the bootstrap policy: %w", err)
+	}
+	return nil
+}
+
+// createTokenReview authenticates spec.token with the bearer-token authenticators.
+func (sec *authState) createTokenReview(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	var tr authenticationv1.TokenReview
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &tr); err != nil {
+		return nil, err
+	}
+	tr.Status = authenticationv1.TokenReviewStatus{}
+	u, auds, ok, err := sec.tokens.Validate(ctx, tr.Spec.Token, nilIfEmpty(tr.Spec.Audiences))
+	if !ok && err == nil && sec.static != nil {
+		u, ok, err = sec.static.AuthenticateToken(ctx, tr.Spec.Token)
+		auds = tr.Spec.Audiences
+	}
+	switch {
+	case err != nil:
+		tr.Status.Error = err.Error()
+	case !ok:
+		tr.Status.Error = "unknown token"
+	default:
+		tr.Status.Authenticated = true
+		tr.Status.Audiences = auds
+		tr.Status.User = authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: slices.Clone(u.Groups)}
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&tr)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// admission returns next (the admission chain, may be nil) followed by RBAC's escalation
+// prevention, which upstream runs in the RBAC storage after admission.
+func (sec *authState) admission(next admission.Interface) admission.Interface {
+	if next == nil {
+		return sec.escalation
+	}
+	return admissionThen{next, sec.escalation}
+}
+
+// admissionThen runs first, then second.
+type admissionThen struct{ first, second admission.Interface }
+
+func (p admissionThen) Admit(ctx context.Context, a *admission.Attributes) error {
+	if err := p.first.Admit(ctx, a); err != nil {
+		return err
+	}
+	return p.second.Admit(ctx, a)
+}
+
+func (p admissionThen) Validate(ctx context.Context, a *admission.Attributes) error {
+	if err := p.first.Validate(ctx, a); err != nil {
+		return err
+	}
+	return p.second.Validate(ctx, a)
+}
