@@ -35,16 +35,23 @@ type Server struct {
 	cancel context.CancelFunc
 	done   chan error
 	log    io.Writer
+	mutate func(*server.Options)
 }
 
 // Start runs a server in dataDir on a free loopback port and waits until it is ready.
 // Logs go to logOut (nil discards them).
 func Start(dataDir string, logOut io.Writer) (*Server, error) {
+	return StartWith(dataDir, logOut, nil)
+}
+
+// StartWith is Start with options changed by mutate (flags such as --audit-policy-file)
+// before they are completed and validated; Restart applies mutate again.
+func StartWith(dataDir string, logOut io.Writer, mutate func(*server.Options)) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	ts := &Server{DataDir: dataDir, Port: port, log: logOut}
+	ts := &Server{DataDir: dataDir, Port: port, log: logOut, mutate: mutate}
 	return ts, ts.start()
 }
 
@@ -59,6 +66,9 @@ func (ts *Server) start() error {
 		SecurePort:  ts.Port,
 		Out:         out,
 		Log:         slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	if ts.mutate != nil {
+		ts.mutate(&o)
 	}
 	o.Complete()
 	if err := o.Validate(); err != nil {
