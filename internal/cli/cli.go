@@ -29,6 +29,7 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 	root.SetOut(out)
 	root.SetErr(errOut)
 	root.AddCommand(newServerCommand(out, errOut), newEtcdCommand(out, errOut), newCertsCommand(out))
+	root.AddCommand(newEncryptionCommand(out))
 	return root
 }
 
@@ -94,6 +95,7 @@ func newServerCommand(out, errOut io.Writer) *cobra.Command {
 	f.StringVar(&o.TokenAuthFile, "token-auth-file", "", "static bearer tokens, CSV lines token,user,uid,\"group1,group2\"")
 	f.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", "", "issuer (and default audience) of service-account tokens (default https://kubernetes.default.svc)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	addAdmissionAuditFlags(f, &o.AdmissionAuditOptions)
 	return cmd
 }
 
