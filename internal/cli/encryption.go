@@ -24,10 +24,10 @@ func newEncryptionCommand(out io.Writer) *cobra.Command {
 	var kubeconfig string
 	var resources []string
 	rewrite := &cobra.Command{
-		Use:   "rewrite",
-		Short: "Rewrite every object of the given resources so that it is stored with the current encryption key",
+		Use:     "rewrite",
+		Short:   "Rewrite every object of the given resources so that it is stored with the current encryption key",
 		Example: `  kube encryption rewrite --kubeconfig ~/.local/share/kube/kubeconfig --resources secrets,configmaps,deployments.apps`,
-		Args:  cobra.NoArgs,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
