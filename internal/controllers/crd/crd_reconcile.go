@@ -126,7 +126,8 @@ func (c *Controller) register(crd *apiextensionsv1.CustomResourceDefinition, ter
 	if s, ok := c.served[crd.Name]; ok && s.uid == string(crd.UID) && s.generation == crd.Generation && s.terminating == terminating {
 		return
 	}
-	kinds := compiler.Compile(crd.DeepCopy(), c.o.Compile, terminating)
+	// The informer's object is never changed (updates replace it): the Kinds can keep it.
+	kinds := compiler.Compile(crd, c.o.Compile, terminating)
 	now := map[schema.GroupVersionResource]bool{}
 	s := &servedCRD{uid: string(crd.UID), generation: crd.Generation, terminating: terminating, names: crd.Spec.Names}
 	for _, k := range kinds {
