@@ -66,6 +66,7 @@ func TestBuiltinNames(t *testing.T) {
 		{Group: "authorization.k8s.io", Version: "v1", Resource: "localsubjectaccessreviews"}: {"LocalSubjectAccessReview", "", "localsubjectaccessreview", nil, nil, true, false, "io.k8s.api.authorization.v1.LocalSubjectAccessReview"},
 		{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectrulesreviews"}:   {"SelfSubjectRulesReview", "", "selfsubjectrulesreview", nil, nil, false, false, "io.k8s.api.authorization.v1.SelfSubjectRulesReview"},
 		{Group: "authentication.k8s.io", Version: "v1", Resource: "selfsubjectreviews"}:       {"SelfSubjectReview", "", "selfsubjectreview", nil, nil, false, false, "io.k8s.api.authentication.v1.SelfSubjectReview"},
+		{Group: "authentication.k8s.io", Version: "v1beta1", Resource: "selfsubjectreviews"}:  {"SelfSubjectReview", "", "selfsubjectreview", nil, nil, false, false, "io.k8s.api.authentication.v1beta1.SelfSubjectReview"},
 		{Group: "authentication.k8s.io", Version: "v1", Resource: "tokenreviews"}:             {"TokenReview", "", "tokenreview", nil, nil, false, false, "io.k8s.api.authentication.v1.TokenReview"},
 	}
 	got := map[schema.GroupVersionResource]bool{}

@@ -60,6 +60,7 @@ func (s *Server) newAuth() error {
 		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.LocalSubjectAccessReviews}: sec.authz.CreateLocalSubjectAccessReview,
 		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.SelfSubjectRulesReviews}:   sec.authz.CreateSelfSubjectRulesReview,
 		{Group: "authentication.k8s.io", Version: "v1", Resource: registry.SelfSubjectReviews}:       rbac.CreateSelfSubjectReview,
+		{Group: "authentication.k8s.io", Version: "v1beta1", Resource: registry.SelfSubjectReviews}:  rbac.CreateSelfSubjectReview,
 		{Group: "authentication.k8s.io", Version: "v1", Resource: registry.TokenReviews}:             sec.createTokenReview,
 	}
 	for gvr, h := range hooks {
@@ -68,6 +69,11 @@ func (s *Server) newAuth() error {
 			return fmt.Errorf("auth: no built-in kind %s", gvr)
 		}
 		k.Create = h
+	}
+	for _, k := range s.Registry.Kinds() {
+		if (k.Group == "authorization.k8s.io" || k.Group == "authentication.k8s.io") && k.Create == nil {
+			return fmt.Errorf("auth: computed kind %s has no hook", k.GVR()) // it would be stored
+		}
 	}
 	sa, ok := s.Registry.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"})
 	if !ok {
