@@ -39,14 +39,15 @@ func main() {
 	workers := flag.Int("create-workers", 32, "parallel creates while setting up")
 	policy := flag.String("policy", "Background", "propagation policy of the owner's deletion: Background or Foreground")
 	kubeconfig := flag.String("kubeconfig", "", "use this server instead of an in-process one")
+	baseline := flag.Bool("baseline", true, "then delete N unowned ConfigMaps with create-workers client-side parallel deletes, for comparison on the same server")
 	flag.Parse()
-	if err := run(*n, *workers, metav1.DeletionPropagation(*policy), *kubeconfig); err != nil {
+	if err := run(*n, *workers, metav1.DeletionPropagation(*policy), *kubeconfig, *baseline); err != nil {
 		fmt.Fprintln(os.Stderr, "gcbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, workers int, policy metav1.DeletionPropagation, kubeconfig string) error {
+func run(n, workers int, policy metav1.DeletionPropagation, kubeconfig string, baseline bool) error {
 	ctx := context.Background()
 	var cfg *rest.Config
 	var err error
@@ -85,28 +86,14 @@ func run(n, workers int, policy metav1.DeletionPropagation, kubeconfig string) e
 	block := true
 	ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID, BlockOwnerDeletion: &block}
 	start := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-					Name: fmt.Sprintf("dep-%05d", i), Labels: map[string]string{"bench": "gc"},
-					OwnerReferences: []metav1.OwnerReference{ref},
-				}, Data: map[string]string{"k": "v"}}
-				if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := parallel(n, workers, func(i int) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("dep-%05d", i), Labels: map[string]string{"bench": "gc"},
+			OwnerReferences: []metav1.OwnerReference{ref},
+		}, Data: map[string]string{"k": "v"}}
+		_, err := cms.Create(ctx, cm, metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return err
 	}
 	fmt.Printf("created %d dependents in %s\n", n, time.Since(start).Round(time.Millisecond))
@@ -173,8 +160,47 @@ func run(n, workers int, policy metav1.DeletionPropagation, kubeconfig string) e
 	}
 	sort.Strings(lines)
 	fmt.Printf("API requests meanwhile: %.0f (%.0f/s)\n%s\n", total, total/took.Seconds(), strings.Join(lines, "\n"))
+	if baseline {
+		if err := parallel(n, workers, func(i int) error {
+			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("plain-%05d", i)}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := parallel(n, workers, func(i int) error {
+			return cms.Delete(ctx, fmt.Sprintf("plain-%05d", i), metav1.DeleteOptions{})
+		}); err != nil {
+			return err
+		}
+		d := time.Since(start)
+		fmt.Printf("baseline: %d client-side deletes with %d workers in %s (%.0f/s); GC time / baseline = %.2f\n",
+			n, workers, d.Round(time.Millisecond), float64(n)/d.Seconds(), took.Seconds()/d.Seconds())
+	}
 	_ = cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	return nil
+}
+
+// parallel runs f(1..n) on workers goroutines and returns the first error.
+func parallel(n, workers int, f func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				if err := f(int(i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 // scrape reads kube_apiserver_requests_total by its labels.
