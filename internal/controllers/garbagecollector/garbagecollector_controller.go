@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,6 +40,15 @@ type Options struct {
 	// InitialSyncTimeout bounds the wait for the first informers before workers start
 	// anyway (a resource that cannot be listed must not stop collection). Default 30 s.
 	InitialSyncTimeout time.Duration
+	// IdleProbePeriod is how often the custom resources that had no object are listed
+	// again (limit=1) to find out whether they have some now. Default 30 s.
+	IdleProbePeriod time.Duration
+	// Hints, when set, names resources that were just given an object the collector must
+	// see (one with ownerReferences or a garbage-collection finalizer): an idle custom
+	// resource named there is watched at once instead of at the next idle probe. The API
+	// server sends them for the writes it serves; writes served by other servers are found
+	// by the idle probes.
+	Hints <-chan schema.GroupResource
 	// Log is the controller's logger; nil discards.
 	Log *slog.Logger
 }
@@ -51,6 +62,9 @@ func (o *Options) complete() {
 	}
 	if o.InitialSyncTimeout <= 0 {
 		o.InitialSyncTimeout = 30 * time.Second
+	}
+	if o.IdleProbePeriod <= 0 {
+		o.IdleProbePeriod = 30 * time.Second
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -69,6 +83,13 @@ var triggerResources = map[schema.GroupResource]bool{
 	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: true,
 	{Group: "apiregistration.k8s.io", Resource: "apiservices"}:             true,
 }
+
+// crdResource is the CustomResourceDefinitions resource: its object names
+// (<plural>.<group>) say which resources are custom.
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// probeWorkers bounds the concurrent limit=1 lists of idle resources.
+const probeWorkers = 4
 
 // mapping is how a group and kind are served.
 type mapping struct {
@@ -102,6 +123,14 @@ type GarbageCollector struct {
 	mu       sync.Mutex
 	kinds    map[schema.GroupKind]mapping
 	watching map[schema.GroupVersionResource]*watched
+	// idle are the served custom resources not watched because they had no object when
+	// last looked at (by preferred resource). A CRD nobody uses thus costs no informer, no
+	// watch and no server-side watch cache.
+	idle map[schema.GroupVersionResource]metav1.APIResource
+	// activate holds idle resources to watch now (an ownerReference names their kind, or a
+	// hint named them); wake tells the discovery loop.
+	activate map[schema.GroupVersionResource]bool
+	wake     chan struct{}
 	// rediscover asks the discovery loop to run now.
 	rediscover chan struct{}
 }
@@ -135,6 +164,9 @@ func (gc *GarbageCollector) Start(ctx context.Context) error {
 		workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: Name})
 	gc.kinds = map[schema.GroupKind]mapping{}
 	gc.watching = map[schema.GroupVersionResource]*watched{}
+	gc.idle = map[schema.GroupVersionResource]metav1.APIResource{}
+	gc.activate = map[schema.GroupVersionResource]bool{}
+	gc.wake = make(chan struct{}, 1)
 	gc.rediscover = make(chan struct{}, 1)
 	rec, err := recorder.Start(ctx, gc.cfg, Name)
 	if err != nil {
@@ -194,17 +226,32 @@ func (gc *GarbageCollector) Start(ctx context.Context) error {
 
 	ticker := time.NewTicker(gc.o.DiscoveryPeriod)
 	defer ticker.Stop()
+	probe := time.NewTicker(gc.o.IdleProbePeriod)
+	defer probe.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case gr := <-gc.o.Hints:
+			gc.hint(gr)
+			continue
+		case <-gc.wake:
+			if err := gc.watchActivated(ctx, &informers); err != nil && ctx.Err() == nil {
+				gc.log.Warn("watch", "err", err)
+			}
+			continue
+		case <-probe.C:
+			if err := gc.probeIdle(ctx, &informers); err != nil && ctx.Err() == nil {
+				gc.log.Warn("idle probe", "err", err)
+			}
+			continue
 		case <-ticker.C:
 		case <-gc.rediscover:
 			// Let a burst of changes (a CRD and its establishment) settle.
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-time.After(500 * time.Millisecond):
+			case <-time.After(time.Second):
 			}
 		}
 		if err := gc.resync(ctx, &informers); err != nil && ctx.Err() == nil {
@@ -256,22 +303,47 @@ func (gc *GarbageCollector) resync(ctx context.Context, informers *sync.WaitGrou
 	}
 
 	gc.mu.Lock()
-	defer gc.mu.Unlock()
 	for gk, m := range gc.kinds {
 		if _, ok := kinds[gk]; !ok && failed[m.gvr.GroupVersion()] {
 			kinds[gk] = m // keep what a failed group served last time
 		}
 	}
 	gc.kinds = kinds
+	// The CRDs come first: their names say which of the other resources are custom.
+	crds, err := gc.ensureWatched(ctx, crdResource, want, informers)
+	gc.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if crds != nil && !cache.WaitForCacheSync(ctx.Done(), crds.informer.HasSynced) {
+		return ctx.Err()
+	}
+
+	gc.mu.Lock()
+	var fresh []schema.GroupVersionResource
 	for gvr, r := range want {
 		if _, ok := gc.watching[gvr]; ok {
 			continue
 		}
-		w, err := gc.watch(ctx, gvr, r.Kind, informers)
-		if err != nil {
+		if _, ok := gc.idle[gvr]; ok {
+			continue
+		}
+		if crds != nil && gc.isCustom(crds, gvr.GroupResource()) {
+			// Watched once it has objects: found by a probe now and every
+			// IdleProbePeriod, or at once by an ownerReference or a hint.
+			gc.idle[gvr] = r
+			fresh = append(fresh, gvr)
+			continue
+		}
+		if _, err := gc.ensureWatched(ctx, gvr, want, informers); err != nil {
+			gc.mu.Unlock()
 			return err
 		}
-		gc.watching[gvr] = w
+	}
+	for gvr := range gc.idle {
+		if _, ok := want[gvr]; !ok && !failed[gvr.GroupVersion()] {
+			delete(gc.idle, gvr)
+		}
 	}
 	for gvr, w := range gc.watching {
 		if _, ok := want[gvr]; ok || failed[gvr.GroupVersion()] {
@@ -284,7 +356,149 @@ func (gc *GarbageCollector) resync(ctx context.Context, informers *sync.WaitGrou
 		}
 		gc.log.Info("stopped watching", "resource", gvr.String())
 	}
+	gc.mu.Unlock()
+	return gc.probe(ctx, fresh, informers)
+}
+
+// isCustom says whether a resource is served by a CRD (its name is <plural>.<group>).
+// Called with gc.mu held.
+func (gc *GarbageCollector) isCustom(crds *watched, gr schema.GroupResource) bool {
+	_, ok, _ := crds.informer.GetStore().GetByKey(gr.Resource + "." + gr.Group)
+	return ok
+}
+
+// ensureWatched starts watching gvr if it is served (in want) and not watched yet, and
+// returns its informer (nil if not served). Called with gc.mu held.
+func (gc *GarbageCollector) ensureWatched(ctx context.Context, gvr schema.GroupVersionResource, want map[schema.GroupVersionResource]metav1.APIResource, informers *sync.WaitGroup) (*watched, error) {
+	if w, ok := gc.watching[gvr]; ok {
+		return w, nil
+	}
+	r, ok := want[gvr]
+	if !ok {
+		return nil, nil
+	}
+	w, err := gc.watch(ctx, gvr, r.Kind, informers)
+	if err != nil {
+		return nil, err
+	}
+	gc.watching[gvr] = w
+	delete(gc.idle, gvr)
+	return w, nil
+}
+
+// probe lists each of gvrs with limit=1 (answered by etcd, so no watch cache starts for an
+// empty resource) and watches those that have an object.
+func (gc *GarbageCollector) probe(ctx context.Context, gvrs []schema.GroupVersionResource, informers *sync.WaitGroup) error {
+	if len(gvrs) == 0 {
+		return nil
+	}
+	var found sync.Map
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(probeWorkers)
+	for _, gvr := range gvrs {
+		g.Go(func() error {
+			l, err := gc.metadata.Resource(gvr).List(gctx, metav1.ListOptions{Limit: 1})
+			if err != nil {
+				if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
+					return nil // gone meanwhile; the next discovery drops it
+				}
+				return fmt.Errorf("list %s: %w", gvr, err)
+			}
+			if len(l.Items) > 0 {
+				found.Store(gvr, true)
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	gc.mu.Lock()
+	found.Range(func(k, _ any) bool {
+		gc.activate[k.(schema.GroupVersionResource)] = true
+		return true
+	})
+	gc.mu.Unlock()
+	if werr := gc.watchActivated(ctx, informers); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// probeIdle probes every idle resource.
+func (gc *GarbageCollector) probeIdle(ctx context.Context, informers *sync.WaitGroup) error {
+	gc.mu.Lock()
+	gvrs := make([]schema.GroupVersionResource, 0, len(gc.idle))
+	for gvr := range gc.idle {
+		gvrs = append(gvrs, gvr)
+	}
+	gc.mu.Unlock()
+	return gc.probe(ctx, gvrs, informers)
+}
+
+// watchActivated starts watching the idle resources queued in gc.activate.
+func (gc *GarbageCollector) watchActivated(ctx context.Context, informers *sync.WaitGroup) error {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	for gvr := range gc.activate {
+		delete(gc.activate, gvr)
+		r, ok := gc.idle[gvr]
+		if !ok {
+			continue
+		}
+		w, err := gc.watch(ctx, gvr, r.Kind, informers)
+		if err != nil {
+			return err
+		}
+		gc.watching[gvr] = w
+		delete(gc.idle, gvr)
+		gc.log.Info("watching", "resource", gvr.String())
+	}
 	return nil
+}
+
+// hint handles a server hint: an idle resource named there is watched now.
+func (gc *GarbageCollector) hint(gr schema.GroupResource) {
+	gc.mu.Lock()
+	queued := false
+	for gvr := range gc.idle {
+		if gvr.GroupResource() == gr {
+			gc.activate[gvr], queued = true, true
+		}
+	}
+	gc.mu.Unlock()
+	if queued {
+		gc.wakeUp()
+	}
+}
+
+// activateKinds queues the idle resources of the kinds refs name: an owner's deletion
+// must be seen.
+func (gc *GarbageCollector) activateKinds(refs []metav1.OwnerReference) {
+	queued := false
+	gc.mu.Lock()
+	for _, r := range refs {
+		gv, err := schema.ParseGroupVersion(r.APIVersion)
+		if err != nil {
+			continue
+		}
+		m, ok := gc.kinds[schema.GroupKind{Group: gv.Group, Kind: r.Kind}]
+		if !ok {
+			continue
+		}
+		if _, idle := gc.idle[m.gvr]; idle && !gc.activate[m.gvr] {
+			gc.activate[m.gvr], queued = true, true
+		}
+	}
+	gc.mu.Unlock()
+	if queued {
+		gc.wakeUp()
+	}
+}
+
+func (gc *GarbageCollector) wakeUp() {
+	select {
+	case gc.wake <- struct{}{}:
+	default:
+	}
 }
 
 // watch starts a metadata informer for one resource that feeds the graph.
@@ -364,6 +578,7 @@ func (gc *GarbageCollector) changed(old, n *node) {
 	}
 	ownersChanged := old == nil || !slices.EqualFunc(old.owners, n.owners, sameRef)
 	if len(n.owners) > 0 && ownersChanged {
+		gc.activateKinds(n.owners)
 		gc.queue.Add(n.uid)
 	}
 	if old != nil && (ownersChanged || old.deleting != n.deleting) {
