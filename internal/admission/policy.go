@@ -136,7 +136,7 @@ func (p *Policies) Validate(ctx context.Context, a *Attributes) error {
 		if pol == nil {
 			continue
 		}
-		ok, err := p.matches(pol, b, a)
+		ok, err := p.matches(ctx, pol, b, a)
 		if err != nil {
 			return err
 		}
@@ -144,7 +144,7 @@ func (p *Policies) Validate(ctx context.Context, a *Attributes) error {
 			continue
 		}
 		if vars == nil {
-			vars = policyVars(a, p.o.Source)
+			vars = policyVars(ctx, a, p.o.Source)
 		}
 		fails, err := p.evaluate(ctx, pol, b, a, vars)
 		if err != nil {
@@ -204,12 +204,12 @@ func policyDenied(a *Attributes, policy, binding string, f evalFailure) error {
 }
 
 // matches applies the policy's matchConstraints and the binding's matchResources.
-func (p *Policies) matches(pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, a *Attributes) (bool, error) {
+func (p *Policies) matches(ctx context.Context, pol *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding, a *Attributes) (bool, error) {
 	for _, mr := range []*admissionregistrationv1.MatchResources{pol.Spec.MatchConstraints, b.Spec.MatchResources} {
 		if mr == nil {
 			continue
 		}
-		ok, err := p.matchResources(mr, a)
+		ok, err := p.matchResources(ctx, mr, a)
 		if err != nil || !ok {
 			return false, err
 		}
@@ -217,7 +217,7 @@ func (p *Policies) matches(pol *admissionregistrationv1.ValidatingAdmissionPolic
 	return pol.Spec.MatchConstraints != nil, nil
 }
 
-func (p *Policies) matchResources(mr *admissionregistrationv1.MatchResources, a *Attributes) (bool, error) {
+func (p *Policies) matchResources(ctx context.Context, mr *admissionregistrationv1.MatchResources, a *Attributes) (bool, error) {
 	exact := mr.MatchPolicy != nil && *mr.MatchPolicy == admissionregistrationv1.Exact
 	if len(mr.ResourceRules) > 0 && !namedRulesMatch(mr.ResourceRules, a, exact) {
 		return false, nil
@@ -225,7 +225,7 @@ func (p *Policies) matchResources(mr *admissionregistrationv1.MatchResources, a 
 	if namedRulesMatch(mr.ExcludeResourceRules, a, exact) {
 		return false, nil
 	}
-	if ok, err := namespaceSelectorMatches(p.o.Source, mr.NamespaceSelector, a); err != nil || !ok {
+	if ok, err := namespaceSelectorMatches(ctx, p.o.Source, mr.NamespaceSelector, a); err != nil || !ok {
 		return false, err
 	}
 	return ObjectSelectorMatches(mr.ObjectSelector, a)
@@ -331,7 +331,7 @@ func (p *Policies) params(ctx context.Context, pk *admissionregistrationv1.Param
 }
 
 // policyVars are the CEL variables of one request.
-func policyVars(a *Attributes, src Source) map[string]any {
+func policyVars(ctx context.Context, a *Attributes, src Source) map[string]any {
 	vars := map[string]any{"object": nil, "oldObject": nil, "params": nil, "namespaceObject": nil}
 	if a.Object != nil {
 		vars["object"] = a.Object.Object
@@ -340,7 +340,7 @@ func policyVars(a *Attributes, src Source) map[string]any {
 		vars["oldObject"] = a.OldObject.Object
 	}
 	if a.Namespace != "" {
-		if ns := src.Namespace(a.Namespace); ns != nil {
+		if ns := src.Namespace(ctx, a.Namespace); ns != nil {
 			if m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ns); err == nil {
 				vars["namespaceObject"] = m
 			}

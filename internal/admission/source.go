@@ -8,6 +8,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -22,14 +23,15 @@ type Source interface {
 	ValidatingWebhookConfigurations() []*admissionregistrationv1.ValidatingWebhookConfiguration
 	ValidatingAdmissionPolicies() []*admissionregistrationv1.ValidatingAdmissionPolicy
 	ValidatingAdmissionPolicyBindings() []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	// Namespace returns a namespace by name (nil when unknown).
-	Namespace(name string) *corev1.Namespace
+	// Namespace returns a namespace by name (nil when it does not exist).
+	Namespace(ctx context.Context, name string) *corev1.Namespace
 }
 
 // InformerSource is a Source fed by client-go informers over the loopback client, as
 // kube-apiserver's admission plugins are: configuration changes take effect within moments,
 // not synchronously with their write.
 type InformerSource struct {
+	client                  kubernetes.Interface
 	factory                 informers.SharedInformerFactory
 	mwc, vwc, vap, vapb, ns cache.SharedIndexInformer
 }
@@ -45,6 +47,7 @@ func NewInformerSource(cfg *rest.Config) (*InformerSource, error) {
 	f := informers.NewSharedInformerFactory(cs, 0)
 	ar := f.Admissionregistration().V1()
 	return &InformerSource{
+		client:  cs,
 		factory: f,
 		mwc:     ar.MutatingWebhookConfigurations().Informer(),
 		vwc:     ar.ValidatingWebhookConfigurations().Informer(),
@@ -100,12 +103,16 @@ func (s *InformerSource) ValidatingAdmissionPolicyBindings() []*admissionregistr
 	return sorted[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](s.vapb.GetStore().List())
 }
 
-// Namespace implements Source.
-func (s *InformerSource) Namespace(name string) *corev1.Namespace {
-	o, ok, err := s.ns.GetStore().GetByKey(name)
-	if err != nil || !ok {
+// Namespace implements Source. A namespace created a moment ago may not have reached the
+// informer yet: a miss is asked of the API.
+func (s *InformerSource) Namespace(ctx context.Context, name string) *corev1.Namespace {
+	if o, ok, err := s.ns.GetStore().GetByKey(name); err == nil && ok {
+		ns, _ := o.(*corev1.Namespace)
+		return ns
+	}
+	ns, err := s.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
 		return nil
 	}
-	ns, _ := o.(*corev1.Namespace)
 	return ns
 }

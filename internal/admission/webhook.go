@@ -85,7 +85,7 @@ func (h *webhook) fill(fp *admissionregistrationv1.FailurePolicyType, mp *admiss
 }
 
 // matches decides whether the webhook is called for a.
-func (h *webhook) matches(src Source, a *Attributes) (bool, error) {
+func (h *webhook) matches(ctx context.Context, src Source, a *Attributes) (bool, error) {
 	ruled := false
 	for _, r := range h.rules {
 		if RuleMatches(r, a, a.Namespaced, h.matchPolicy == admissionregistrationv1.Exact) {
@@ -96,7 +96,7 @@ func (h *webhook) matches(src Source, a *Attributes) (bool, error) {
 	if !ruled {
 		return false, nil
 	}
-	if ok, err := namespaceSelectorMatches(src, h.nsSelector, a); err != nil || !ok {
+	if ok, err := namespaceSelectorMatches(ctx, src, h.nsSelector, a); err != nil || !ok {
 		return false, err
 	}
 	return ObjectSelectorMatches(h.objSelector, a)
@@ -105,7 +105,7 @@ func (h *webhook) matches(src Source, a *Attributes) (bool, error) {
 // namespaceSelectorMatches is upstream's rule: a namespace is matched on its own labels,
 // other cluster-scoped objects always match, namespaced objects match on their namespace's
 // labels.
-func namespaceSelectorMatches(src Source, sel *metav1.LabelSelector, a *Attributes) (bool, error) {
+func namespaceSelectorMatches(ctx context.Context, src Source, sel *metav1.LabelSelector, a *Attributes) (bool, error) {
 	if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
 		return true, nil
 	}
@@ -119,9 +119,10 @@ func namespaceSelectorMatches(src Source, sel *metav1.LabelSelector, a *Attribut
 	if a.Namespace == "" {
 		return true, nil
 	}
-	ns := src.Namespace(a.Namespace)
+	ns := src.Namespace(ctx, a.Namespace)
 	if ns == nil {
-		return false, apierrors.NewInternalError(fmt.Errorf("namespace %q is not known to admission yet", a.Namespace))
+		// No such namespace: NamespaceLifecycle refuses the request.
+		return false, nil
 	}
 	return SelectorMatches(sel, ns.Labels)
 }
@@ -189,7 +190,7 @@ func (w *Webhooks) Admit(ctx context.Context, a *Attributes) error {
 
 // callMutating calls one mutating webhook if it matches; changed reports a patch applied.
 func (w *Webhooks) callMutating(ctx context.Context, h webhook, a *Attributes, round, index int) (bool, error) {
-	ok, err := h.matches(w.o.Source, a)
+	ok, err := h.matches(ctx, w.o.Source, a)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -272,7 +273,7 @@ func (w *Webhooks) Validate(ctx context.Context, a *Attributes) error {
 	errs := make([]error, len(hooks))
 	var wg sync.WaitGroup
 	for i, h := range hooks {
-		ok, err := h.matches(w.o.Source, a)
+		ok, err := h.matches(ctx, w.o.Source, a)
 		if err != nil {
 			errs[i] = err
 			continue
