@@ -96,7 +96,7 @@ func (sec *authState) authenticators(s *Server) []filters.Authenticator {
 		tokens = append(tokens, sec.static)
 	}
 	tokens = append(tokens, sec.tokens)
-	return []filters.Authenticator{filters.X509{Roots: s.pki.ClientCAPool()}, filters.BearerToken{Tokens: tokens}}
+	return []filters.Authenticator{filters.X509{Roots: s.pki.ClientCAPool(), Cache: &filters.VerifyCache{}}, filters.BearerToken{Tokens: tokens}}
 }
 
 // clientAuthTLS makes the TLS layer ask for client certificates without verifying them:

@@ -2,6 +2,7 @@ package filters
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/x509"
 	"encoding/csv"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"kubeos.dev/kube/internal/apiserver/request"
@@ -31,6 +33,33 @@ type X509 struct {
 	Roots *x509.CertPool
 	// Now is the clock for expiry; nil means time.Now.
 	Now func() time.Time
+	// Cache, when set, remembers successful verifications (by certificate) for a minute, so
+	// that the chain is not verified again on every request of a connection.
+	Cache *VerifyCache
+}
+
+// VerifyCache remembers verified certificates. Safe for concurrent use; bounded.
+type VerifyCache struct {
+	mu sync.Mutex
+	m  map[[32]byte]time.Time // certificate hash → verified until
+}
+
+const verifyCacheTTL, verifyCacheMax = time.Minute, 4096
+
+func (c *VerifyCache) ok(key [32]byte, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	until, ok := c.m[key]
+	return ok && now.Before(until)
+}
+
+func (c *VerifyCache) put(key [32]byte, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= verifyCacheMax {
+		c.m = make(map[[32]byte]time.Time)
+	}
+	c.m[key] = until
 }
 
 // Authenticate implements Authenticator.
@@ -52,9 +81,23 @@ func (a X509) Authenticate(r *http.Request) (*request.User, bool, error) {
 		if a.Now != nil {
 			now = a.Now
 		}
-		if _, err := cert.Verify(x509.VerifyOptions{Roots: a.Roots, Intermediates: inter, CurrentTime: now(),
-			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-			return nil, false, fmt.Errorf("%w: client certificate %q: %v", ErrInvalidCredentials, cert.Subject.CommonName, err)
+		t := now()
+		var key [32]byte
+		if a.Cache != nil {
+			key = sha256.Sum256(cert.Raw)
+		}
+		if a.Cache == nil || !a.Cache.ok(key, t) {
+			if _, err := cert.Verify(x509.VerifyOptions{Roots: a.Roots, Intermediates: inter, CurrentTime: t,
+				KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+				return nil, false, fmt.Errorf("%w: client certificate %q: %v", ErrInvalidCredentials, cert.Subject.CommonName, err)
+			}
+			if a.Cache != nil {
+				until := t.Add(verifyCacheTTL)
+				if cert.NotAfter.Before(until) {
+					until = cert.NotAfter
+				}
+				a.Cache.put(key, until)
+			}
 		}
 	}
 	if cert.Subject.CommonName == "" {
