@@ -194,6 +194,9 @@ func (w *Webhooks) callMutating(ctx context.Context, h webhook, a *Attributes, r
 	if err != nil || !ok {
 		return false, err
 	}
+	if err := h.dryRunRefusal(a); err != nil {
+		return false, err
+	}
 	resp, err := w.call(ctx, h, a)
 	if err != nil {
 		return false, w.failure(ctx, h, "mutating", round, index, err)
@@ -281,6 +284,9 @@ func (w *Webhooks) Validate(ctx context.Context, a *Attributes) error {
 		if !ok {
 			continue
 		}
+		if errs[i] = h.dryRunRefusal(a); errs[i] != nil {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -353,11 +359,17 @@ func deniedError(name string, result *metav1.Status) error {
 	return &apierrors.StatusError{ErrStatus: st}
 }
 
+// dryRunRefusal: a dry run must not reach a webhook with side effects; as upstream, the
+// request is refused whatever the failure policy.
+func (h *webhook) dryRunRefusal(a *Attributes) error {
+	if a.DryRun && h.sideEffects != admissionregistrationv1.SideEffectClassNone && h.sideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun {
+		return apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q does not support dry run", h.name))
+	}
+	return nil
+}
+
 // call sends an AdmissionReview v1 and checks the answer.
 func (w *Webhooks) call(ctx context.Context, h webhook, a *Attributes) (*admissionv1.AdmissionResponse, error) {
-	if a.DryRun && h.sideEffects != admissionregistrationv1.SideEffectClassNone && h.sideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q has side effects and does not support dry run", h.name))
-	}
 	u, err := webhookURL(h.clientConfig)
 	if err != nil {
 		return nil, err
