@@ -21,7 +21,10 @@ const CRDCleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io"
 // their cost).
 type crdStrategy struct{}
 
-var _ Strategy = crdStrategy{}
+var (
+	_ Strategy        = crdStrategy{}
+	_ StatusValidator = crdStrategy{}
+)
 
 // decodeCRD decodes and defaults obj.
 func decodeCRD(obj *unstructured.Unstructured) (*apiextensionsv1.CustomResourceDefinition, field.ErrorList) {
@@ -127,4 +130,26 @@ func (crdStrategy) ValidateUpdate(obj, old *unstructured.Unstructured) field.Err
 		return crdvalidation.ValidateCustomResourceDefinition(context.Background(), in)
 	}
 	return crdvalidation.ValidateCustomResourceDefinitionUpdate(context.Background(), in, oldIn)
+}
+
+// ValidateStatusUpdate checks a write to the status subresource as upstream's CRD status
+// strategy does: metadata and status only (the spec is the stored one).
+func (crdStrategy) ValidateStatusUpdate(obj, old *unstructured.Unstructured) field.ErrorList {
+	crd, errs := decodeCRD(obj)
+	if len(errs) > 0 {
+		return errs
+	}
+	in, errs := toInternal(crd)
+	if len(errs) > 0 {
+		return errs
+	}
+	oldCRD, errs := decodeCRD(old)
+	if len(errs) > 0 {
+		return errs
+	}
+	oldIn, errs := toInternal(oldCRD)
+	if len(errs) > 0 {
+		return errs
+	}
+	return crdvalidation.ValidateUpdateCustomResourceDefinitionStatus(context.Background(), in, oldIn)
 }

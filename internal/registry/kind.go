@@ -142,6 +142,14 @@ type Strategy interface {
 	ValidateUpdate(obj, old *unstructured.Unstructured) field.ErrorList
 }
 
+// StatusValidator is implemented by strategies whose writes to the status subresource are
+// checked on their own, as upstream's status strategies do (for a CRD: the status alone,
+// not the whole schema with its CEL rules again). Without it, status writes get
+// ValidateUpdate.
+type StatusValidator interface {
+	ValidateStatusUpdate(obj, old *unstructured.Unstructured) field.ErrorList
+}
+
 // OpenAPISchema is the schema of the object: Schema, or else SchemaFunc's result (nil if
 // neither is set). For built-in kinds it is the OpenAPI v2 definition of the Go type, whose
 // $refs ("#/definitions/<name>") point into Definitions.

@@ -29,7 +29,7 @@ func ControllerUser(name string) string { return "system:kube-controller:" + nam
 // its Lease (kube-system/kube-<name>).
 type electedController struct {
 	name string
-	new  func(cfg *rest.Config, log *slog.Logger) (starter, error)
+	new  func(s *Server, cfg *rest.Config, log *slog.Logger) (starter, error)
 }
 
 // starter is the one lifecycle of every controller: Start blocks until ctx ends.
@@ -39,11 +39,11 @@ type starter interface {
 
 // electedControllers are started in this order and stopped in reverse.
 var electedControllers = []electedController{
-	{name: "namespace-controller", new: func(cfg *rest.Config, log *slog.Logger) (starter, error) {
+	{name: "namespace-controller", new: func(_ *Server, cfg *rest.Config, log *slog.Logger) (starter, error) {
 		return namespace.New(cfg, log)
 	}},
-	{name: garbagecollector.Name, new: func(cfg *rest.Config, log *slog.Logger) (starter, error) {
-		return garbagecollector.New(cfg, garbagecollector.Options{Log: log})
+	{name: garbagecollector.Name, new: func(s *Server, cfg *rest.Config, log *slog.Logger) (starter, error) {
+		return garbagecollector.New(cfg, garbagecollector.Options{Log: log, Hints: s.gcHints})
 	}},
 }
 
@@ -60,7 +60,7 @@ func (s *Server) startElectedControllers(ctx context.Context, wg *sync.WaitGroup
 		if err != nil {
 			return err
 		}
-		ctrl, err := c.new(cfg, log)
+		ctrl, err := c.new(s, cfg, log)
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"kubeos.dev/kube/internal/apiserver/discovery"
@@ -59,13 +60,16 @@ type Server struct {
 	// caches is the watch cache set of the running server (controllers stop the cache of a
 	// deleted resource).
 	caches *watchcache.Set
+	// gcHints carries the REST handler's hints to the garbage collector (resources just
+	// given an object with ownerReferences or a collector finalizer).
+	gcHints chan schema.GroupResource
 }
 
 // New prepares a server from completed, validated options: it starts etcd (or connects to
 // it), ensures the PKI, binds the port and writes the admin kubeconfig. On error everything
 // started is stopped again.
 func New(ctx context.Context, o Options) (_ *Server, err error) {
-	s := &Server{opts: o, ready: make(chan struct{})}
+	s := &Server{opts: o, ready: make(chan struct{}), gcHints: make(chan schema.GroupResource, 1024)}
 	defer func() {
 		if err != nil {
 			s.close()
@@ -171,6 +175,7 @@ func (s *Server) Run(ctx context.Context) error {
 		OpenWatches: m.OpenWatches, Done: watchesDone,
 		// The garbage collector (internal/controllers/garbagecollector) always runs.
 		GarbageCollector: true,
+		CollectorHint:    s.hintCollector,
 		// Admission: webhooks and policies (security.go).
 		Admission: s.auth.admission(sec.admission),
 	})
@@ -304,3 +309,13 @@ func serveVersion(w http.ResponseWriter, r *http.Request) {
 }
 
 func trimSlash(p string) string { return strings.TrimSuffix(p, "/") }
+
+// hintCollector passes a hint to the garbage collector without blocking: when the
+// collector is behind (or not the leader here) hints are dropped and its idle probes find
+// the resource instead.
+func (s *Server) hintCollector(gr schema.GroupResource) {
+	select {
+	case s.gcHints <- gr:
+	default:
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kube-openapi/pkg/cached"
@@ -30,7 +31,13 @@ type Handler struct {
 	v2mux *http.ServeMux
 
 	snap  atomic.Pointer[snapshot]
-	build sync.Mutex // serialises rebuilds; held only by the request that rebuilds
+	build sync.Mutex // serialises rebuilds; held only by the builder goroutine
+
+	// mu guards next and running: next is closed when a rebuild that starts after it was
+	// made has finished; running says a builder goroutine works through the requests.
+	mu      sync.Mutex
+	next    chan struct{}
+	running bool
 	// Owned by the goroutine holding build: the last fragments by kind; and by name, the
 	// shared definitions' direct references and their v2 and v3 forms.
 	fragments        map[*registry.Kind]*fragment
@@ -106,24 +113,71 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// current returns the documents of the registry's current generation, rebuilding them if
-// the registry changed. Requests for an up-to-date generation take no lock; after a change,
-// the first request rebuilds and the others wait for it rather than build the same.
+// staleWait is how long a request waits for the documents of a new registry generation
+// before it is answered with the previous ones (the rebuild carries on in the
+// background): with thousands of kinds a rebuild takes long, and no request should wait
+// for it, nor pile up behind it.
+const staleWait = 500 * time.Millisecond
+
+// current returns the documents of the registry's current generation, or, when they are
+// not built within staleWait, the previous ones. Requests for an up-to-date generation
+// take no lock; after a change one builder goroutine rebuilds, however many requests ask.
 func (h *Handler) current() *snapshot {
-	gen := h.reg.Generation()
-	if s := h.snap.Load(); s != nil && s.gen == gen {
+	s := h.snap.Load()
+	if s != nil && s.gen == h.reg.Generation() {
 		return s
 	}
-	h.build.Lock()
-	defer h.build.Unlock()
-	gen = h.reg.Generation()
-	prev := h.snap.Load()
-	if prev != nil && prev.gen == gen {
-		return prev
+	done := h.requestBuild()
+	if s == nil {
+		<-done
+		return h.snap.Load()
 	}
-	s := h.rebuild(gen, h.reg.Kinds(), prev)
-	h.snap.Store(s)
-	return s
+	t := time.NewTimer(staleWait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return h.snap.Load()
+	case <-t.C:
+		return s
+	}
+}
+
+// requestBuild asks for a rebuild that starts after this call and returns a channel
+// closed when it is done.
+func (h *Handler) requestBuild() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.next == nil {
+		h.next = make(chan struct{})
+	}
+	ch := h.next
+	if !h.running {
+		h.running = true
+		go h.builder()
+	}
+	return ch
+}
+
+// builder rebuilds until no request is waiting, then exits.
+func (h *Handler) builder() {
+	for {
+		h.mu.Lock()
+		ch := h.next
+		h.next = nil
+		if ch == nil {
+			h.running = false
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+		h.build.Lock()
+		gen := h.reg.Generation()
+		if prev := h.snap.Load(); prev == nil || prev.gen != gen {
+			h.snap.Store(h.rebuild(gen, h.reg.Kinds(), prev))
+		}
+		h.build.Unlock()
+		close(ch)
+	}
 }
 
 // rebuild makes the snapshot of one generation, reusing the fragments of unchanged kinds

@@ -202,6 +202,7 @@ func (c *call) deleteObject(key string, opts *metav1.DeleteOptions, wo writeOpti
 	if err != nil {
 		return nil, false, statusError(err, c.gr, c.info.Name)
 	}
+	c.hintCollector(updated)
 	out, err := c.fromStorage1(updated)
 	return out, false, err
 }

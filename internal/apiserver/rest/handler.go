@@ -38,6 +38,11 @@ type Options struct {
 	// GarbageCollector says a garbage collector runs: deletes with the Foreground and
 	// Orphan policies then add its finalizers. Without one they would wait forever.
 	GarbageCollector bool
+	// CollectorHint, when set, is called (it must not block) after a write stored an
+	// object the garbage collector must see: one with ownerReferences or a
+	// garbage-collection finalizer. The collector watches custom resources only once they
+	// have objects; this tells it at once.
+	CollectorHint func(schema.GroupResource)
 	// Admission, when set, admits every create, update and delete.
 	Admission admission.Interface
 	// Done, when closed, ends every watch being served (server shutdown).
@@ -57,13 +62,14 @@ type Handler struct {
 
 	openWatches *prometheus.GaugeVec
 	gc          bool
+	gcHint      func(schema.GroupResource)
 	done        <-chan struct{}
 	admission   admission.Interface
 }
 
 // New returns the REST handler.
 func New(o Options) *Handler {
-	h := &Handler{reg: o.Registry, store: o.Store, caches: o.Caches, now: o.Now, minWT: o.MinWatchTimeout, log: o.Log, openWatches: o.OpenWatches, gc: o.GarbageCollector, done: o.Done, admission: o.Admission}
+	h := &Handler{reg: o.Registry, store: o.Store, caches: o.Caches, now: o.Now, minWT: o.MinWatchTimeout, log: o.Log, openWatches: o.OpenWatches, gc: o.GarbageCollector, gcHint: o.CollectorHint, done: o.Done, admission: o.Admission}
 	if h.now == nil {
 		h.now = time.Now
 	}

@@ -19,6 +19,7 @@ import (
 
 	"kubeos.dev/kube/internal/admission"
 	"kubeos.dev/kube/internal/apiserver/request"
+	"kubeos.dev/kube/internal/registry"
 	"kubeos.dev/kube/internal/storage"
 )
 
@@ -180,7 +181,11 @@ func (c *call) validate(obj, old *unstructured.Unstructured) error {
 	if old == nil {
 		errs = st.Validate(obj)
 	} else {
-		errs = st.ValidateUpdate(obj, old)
+		if sv, ok := st.(registry.StatusValidator); ok && c.info.Subresource == "status" {
+			errs = sv.ValidateStatusUpdate(obj, old)
+		} else {
+			errs = st.ValidateUpdate(obj, old)
+		}
 		if old.GetDeletionTimestamp() != nil {
 			errs = append(errs, noNewFinalizers(obj, old)...)
 		}
@@ -277,6 +282,7 @@ func (c *call) createObject(obj *unstructured.Unstructured, o writeOptions) (*un
 		if err != nil {
 			return nil, 0, statusError(err, c.gr, obj.GetName())
 		}
+		c.hintCollector(created)
 		return created, http.StatusCreated, nil
 	}
 }
@@ -470,12 +476,33 @@ func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next fun
 	if err != nil {
 		return nil, statusError(err, c.gr, c.info.Name)
 	}
+	c.hintCollector(updated)
 	if updated.GetDeletionTimestamp() != nil && !c.holdsDeletion(updated) {
 		if _, err := c.h.store.Delete(c.ctx, key, storage.DeleteOptions{Preconditions: &storage.Preconditions{UID: updated.GetUID(), ResourceVersion: updated.GetResourceVersion()}}); err != nil && !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrConflict) {
 			return nil, statusError(err, c.gr, c.info.Name)
 		}
 	}
 	return c.fromStorage1(updated)
+}
+
+// hintCollector tells the garbage collector about a stored object that has
+// ownerReferences or one of its finalizers.
+func (c *call) hintCollector(obj *unstructured.Unstructured) {
+	if c.h.gcHint == nil || obj == nil {
+		return
+	}
+	md, _ := obj.Object["metadata"].(map[string]any)
+	if refs, _ := md["ownerReferences"].([]any); len(refs) > 0 {
+		c.h.gcHint(c.gr)
+		return
+	}
+	fins, _ := md["finalizers"].([]any)
+	for _, f := range fins {
+		if f == FinalizerOrphan || f == FinalizerForeground {
+			c.h.gcHint(c.gr)
+			return
+		}
+	}
 }
 
 // holdsDeletion reports whether something still holds a deleted object back: a finalizer,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -36,6 +37,8 @@ type Options struct {
 	Caches Caches
 	// Compile options for the Kinds (conversion webhook service resolution).
 	Compile compiler.Options
+	// Workers is how many CRDs are reconciled in parallel. Default 8.
+	Workers int
 	Log     *slog.Logger
 }
 
@@ -47,11 +50,16 @@ type Controller struct {
 	dynamic  dynamic.Interface
 	factory  apiextinformers.SharedInformerFactory
 	lister   apiextlisters.CustomResourceDefinitionLister
+	indexer  cache.Indexer
 	synced   cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[string]
 	builtins map[schema.GroupResource]*registry.Kind
 
-	// served is what this server registered per CRD name; only the worker touches it.
+	// mu guards served and makes "check the names, then register" one step, so that two
+	// workers never accept the same name for two CRDs of a group. It is never held across
+	// an API call.
+	mu sync.Mutex
+	// served is what this server registered per CRD name.
 	served map[string]*servedCRD
 }
 
@@ -80,6 +88,9 @@ func New(o Options) (*Controller, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.Workers <= 0 {
+		o.Workers = 8
+	}
 	c := &Controller{
 		o: o, client: cs, dynamic: dyn,
 		factory: apiextinformers.NewSharedInformerFactory(cs, 0),
@@ -93,7 +104,18 @@ func New(o Options) (*Controller, error) {
 		c.builtins[schema.GroupResource{Group: k.Group, Resource: k.Resource}] = k
 	}
 	inf := c.factory.Apiextensions().V1().CustomResourceDefinitions()
+	// By group: name checks and re-queues look at one group's CRDs, not at all of them
+	// (O(n) per event would make n CRDs cost O(n²)).
+	if err := inf.Informer().AddIndexers(cache.Indexers{byGroup: func(obj any) ([]string, error) {
+		if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
+			return []string{crd.Spec.Group}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, err
+	}
 	c.lister = inf.Lister()
+	c.indexer = inf.Informer().GetIndexer()
 	c.synced = inf.Informer().HasSynced
 	enqueue := func(obj any) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -116,14 +138,28 @@ func New(o Options) (*Controller, error) {
 	return c, nil
 }
 
+// byGroup is the informer index of CRDs by spec.group.
+const byGroup = "group"
+
+// groupCRDs returns the CRDs of one group.
+func (c *Controller) groupCRDs(group string) []*apiextensionsv1.CustomResourceDefinition {
+	objs, err := c.indexer.ByIndex(byGroup, group)
+	if err != nil {
+		return nil
+	}
+	out := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(objs))
+	for _, o := range objs {
+		if crd, ok := o.(*apiextensionsv1.CustomResourceDefinition); ok {
+			out = append(out, crd)
+		}
+	}
+	return out
+}
+
 // enqueueGroup queues the CRDs of group that have not accepted their names yet.
 func (c *Controller) enqueueGroup(group, except string) {
-	crds, err := c.lister.List(everything)
-	if err != nil {
-		return
-	}
-	for _, crd := range crds {
-		if crd.Spec.Group == group && crd.Name != except && !isTrue(crd, apiextensionsv1.NamesAccepted) {
+	for _, crd := range c.groupCRDs(group) {
+		if crd.Name != except && !isTrue(crd, apiextensionsv1.NamesAccepted) {
 			c.queue.Add(crd.Name)
 		}
 	}
@@ -141,8 +177,16 @@ func (c *Controller) Start(ctx context.Context) error {
 		<-ctx.Done()
 		c.queue.ShutDown()
 	}()
-	for c.processNext(ctx) {
+	var workers sync.WaitGroup
+	for range c.o.Workers {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for c.processNext(ctx) {
+			}
+		}()
 	}
+	workers.Wait()
 	return nil
 }
 

@@ -10,7 +10,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 
@@ -18,8 +17,6 @@ import (
 	"kubeos.dev/kube/internal/registry"
 	"kubeos.dev/kube/internal/storage"
 )
-
-var everything = labels.Everything()
 
 func isTrue(crd *apiextensionsv1.CustomResourceDefinition, t apiextensionsv1.CustomResourceDefinitionConditionType) bool {
 	return apihelpers.IsCRDConditionTrue(crd, t)
@@ -34,7 +31,7 @@ const cleanupRetry = time.Second
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
 	crd, err := c.lister.Get(name)
 	if apierrors.IsNotFound(err) {
-		c.unregister(name, true)
+		c.locked(func() { c.unregister(name, true) })
 		return 0, nil
 	}
 	if err != nil {
@@ -43,17 +40,22 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	if crd.DeletionTimestamp != nil {
 		return c.finalize(ctx, crd)
 	}
+	c.mu.Lock()
 	conflict := c.nameConflict(crd)
-	next := crd.DeepCopy()
 	if conflict == "" {
 		c.register(crd, false)
+	} else {
+		c.unregister(name, false)
+	}
+	c.mu.Unlock()
+	next := crd.DeepCopy()
+	if conflict == "" {
 		next.Status.AcceptedNames = crd.Spec.Names
 		apihelpers.SetCRDCondition(next, apiextensionsv1.CustomResourceDefinitionCondition{
 			Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionTrue, Reason: "NoConflicts", Message: "no conflicts found"})
 		apihelpers.SetCRDCondition(next, apiextensionsv1.CustomResourceDefinitionCondition{
 			Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue, Reason: "InitialNamesAccepted", Message: "the initial names have been accepted"})
 	} else {
-		c.unregister(name, false)
 		apihelpers.SetCRDCondition(next, apiextensionsv1.CustomResourceDefinitionCondition{
 			Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionFalse, Reason: "NameConflict", Message: conflict})
 		apihelpers.SetCRDCondition(next, apiextensionsv1.CustomResourceDefinitionCondition{
@@ -72,8 +74,15 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	return 0, nil
 }
 
+// locked runs f with c.mu held.
+func (c *Controller) locked(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f()
+}
+
 // nameConflict says which of crd's names another CRD of its group, or a built-in resource,
-// already has ("" if none), with upstream's message.
+// already has ("" if none), with upstream's message. Called with c.mu held.
 func (c *Controller) nameConflict(crd *apiextensionsv1.CustomResourceDefinition) string {
 	names := crd.Spec.Names
 	taken := func(n apiextensionsv1.CustomResourceDefinitionNames) string {
@@ -102,9 +111,8 @@ func (c *Controller) nameConflict(crd *apiextensionsv1.CustomResourceDefinition)
 			return msg
 		}
 	}
-	others, _ := c.lister.List(everything)
-	for _, o := range others {
-		if o.Name == crd.Name || o.Spec.Group != crd.Spec.Group {
+	for _, o := range c.groupCRDs(crd.Spec.Group) {
+		if o.Name == crd.Name {
 			continue
 		}
 		n := o.Status.AcceptedNames
@@ -122,6 +130,7 @@ func (c *Controller) nameConflict(crd *apiextensionsv1.CustomResourceDefinition)
 }
 
 // register puts crd's Kinds into the registry unless this generation is there already.
+// Called with c.mu held.
 func (c *Controller) register(crd *apiextensionsv1.CustomResourceDefinition, terminating bool) {
 	if s, ok := c.served[crd.Name]; ok && s.uid == string(crd.UID) && s.generation == crd.Generation && s.terminating == terminating {
 		return
@@ -149,13 +158,18 @@ func (c *Controller) register(crd *apiextensionsv1.CustomResourceDefinition, ter
 }
 
 // unregister removes the Kinds of a CRD; stopCache also stops its watch cache (the CRD is
-// gone).
+// gone). Called with c.mu held.
 func (c *Controller) unregister(name string, stopCache bool) {
 	s, ok := c.served[name]
 	if !ok {
 		return
 	}
 	delete(c.served, name)
+	c.removeKinds(s, stopCache)
+}
+
+// removeKinds drops the Kinds registered for s and, with stopCache, its watch cache.
+func (c *Controller) removeKinds(s *servedCRD, stopCache bool) {
 	for _, gvr := range s.gvrs {
 		if k, ok := c.o.Registry.Lookup(gvr); ok && c.builtins[gvr.GroupResource()] != k {
 			c.o.Registry.Remove(gvr)
@@ -170,12 +184,12 @@ func (c *Controller) unregister(name string, stopCache bool) {
 // the cleanup finalizer so that the CRD goes.
 func (c *Controller) finalize(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (time.Duration, error) {
 	if !apihelpers.CRDHasFinalizer(crd, registry.CRDCleanupFinalizer) {
-		c.unregister(crd.Name, true)
+		c.locked(func() { c.unregister(crd.Name, true) })
 		return 0, nil
 	}
 	remaining := 0
 	if isTrue(crd, apiextensionsv1.NamesAccepted) {
-		c.register(crd, true)
+		c.locked(func() { c.register(crd, true) })
 		var err error
 		if remaining, err = c.deleteInstances(ctx, crd); err != nil {
 			return 0, err
@@ -197,7 +211,7 @@ func (c *Controller) finalize(ctx context.Context, crd *apiextensionsv1.CustomRe
 	if remaining > 0 {
 		return cleanupRetry, nil
 	}
-	c.unregister(crd.Name, true)
+	c.locked(func() { c.unregister(crd.Name, true) })
 	apihelpers.CRDRemoveFinalizer(next, registry.CRDCleanupFinalizer)
 	if _, err := c.client.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return 0, fmt.Errorf("remove finalizer: %w", err)
