@@ -94,7 +94,7 @@ func benchmarkCheck(b *testing.B, build func(*testing.B, int, *rand.Rand) (*Grap
 	b.ReportMetric(float64(cycles)/float64(b.N), "cycle-fraction")
 }
 
-func BenchmarkCycleCheck10kPlatform(b *testing.B) { benchmarkCheck(b, platformGraph) }
+func BenchmarkCycleCheck10kPlatform(b *testing.B)  { benchmarkCheck(b, platformGraph) }
 func BenchmarkCycleCheck10kRandomDAG(b *testing.B) { benchmarkCheck(b, randomDAG) }
 
 // BenchmarkBuild10kRandomDAG is the cost of building the random DAG edge by edge (30,000
