@@ -23,7 +23,12 @@
 // [Policy] picks one per error class ([Classify]); [ThrashGuard] defers (never drops) an
 // object reconciled too often.
 //
+// Status. [NextStatus] turns a reconcile's result (driver [Outcome], error, blockers,
+// deletion) into the conditions to store and the phase to write, one legal step at a time.
+//
 // Kinds. A kind plugs in a [Driver] (Observe, Provision, Update, Deprovision, each returning
 // an [Outcome]) and [KindOptions] (transition table, dependency extractor, retry policy,
-// concurrency, periodic requeue, timeouts).
+// concurrency, periodic requeue, timeouts). The controller-runtime pipeline that runs them
+// (watch, filters, queue, workers, status writes with a resourceVersion precondition, events
+// on pkg/eventbus) builds on these pieces.
 package lifecycle
