@@ -8,6 +8,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -90,7 +91,11 @@ func (c *AggregationController) Start(ctx context.Context) error {
 			err = c.sync(ctx, all)
 		}
 		if err != nil && ctx.Err() == nil {
-			c.Log.Warn("clusterrole aggregation", "err", err)
+			level := slog.LevelWarn
+			if apierrors.IsConflict(err) {
+				level = slog.LevelDebug // the cache was behind a write; the retry sees it
+			}
+			c.Log.Log(ctx, level, "clusterrole aggregation", "err", err)
 			retry.Reset(backoff)
 			backoff = min(2*backoff, 10*time.Second)
 			continue
