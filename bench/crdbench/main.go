@@ -276,7 +276,7 @@ func p2(ctx context.Context, ext apiextclient.Interface, dyn dynamic.Interface, 
 	// Wait until the resource is served (the first create succeeds); not timed.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		_, err := dyn.Resource(gvr).Namespace("default").Create(ctx, obj(-1+0), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := dyn.Resource(gvr).Namespace("default").Create(ctx, obj(n), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err == nil {
 			break
 		}
