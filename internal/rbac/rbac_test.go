@@ -62,7 +62,9 @@ func TestSnapshotAllows(t *testing.T) {
 	clusterRoles := []*rbacv1.ClusterRole{{ObjectMeta: meta("", "all"), Rules: all}, {ObjectMeta: meta("", "cm-read"), Rules: cmRead}}
 	user := func(n string) rbacv1.Subject { return rbacv1.Subject{Kind: rbacv1.UserKind, Name: n} }
 	group := func(n string) rbacv1.Subject { return rbacv1.Subject{Kind: rbacv1.GroupKind, Name: n} }
-	sa := func(ns, n string) rbacv1.Subject { return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: n} }
+	sa := func(ns, n string) rbacv1.Subject {
+		return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: n}
+	}
 	roleBindings := []*rbacv1.RoleBinding{
 		{ObjectMeta: meta("a", "alice"), RoleRef: rbacv1.RoleRef{Kind: "Role", Name: "cm-read"}, Subjects: []rbacv1.Subject{user("alice")}},
 		{ObjectMeta: meta("a", "devs"), RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "all"}, Subjects: []rbacv1.Subject{group("devs")}},
