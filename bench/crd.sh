@@ -82,7 +82,7 @@ k2, p2, s2 = get("kube", "p2"), get("peer", "p2"), get("store", "p2")
 print("\n| P2 | CRs | creates/s | errors |\n| --- | --- | --- | --- |")
 for t, r in (("Kube", k2), ("apiextensions-apiserver", p2), ("Kube's store", s2)):
     if r:
-        print(f"| {t} | {r['n']} | {r['rate']:.0f} | {r['errors']} |")
+        print(f"| {t} | {r['n']} | {r['rate']:.0f} | {r.get('errors', 0)} |")
 if k2 and p2 and s2:
     print(f"\nP2 ratios: Kube ÷ apiextensions-apiserver {k2['rate']/p2['rate']:.2f}×, Kube ÷ store {k2['rate']/s2['rate']:.2f}×")
 PY
