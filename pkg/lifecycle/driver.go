@@ -99,6 +99,8 @@ type KindOptions[O client.Object] struct {
 	// DeletionTimeout is how long Deprovision may keep failing before the object is marked
 	// Stalled with an event and a metric (default 10 minutes). It is still retried.
 	DeletionTimeout time.Duration
+	// Filter selects the objects and the changes that start a reconcile (default: all).
+	Filter Filter
 }
 
 // Complete fills in the defaults. rand feeds the retry jitter (nil: no jitter).
