@@ -96,6 +96,7 @@ func newServerCommand(out, errOut io.Writer) *cobra.Command {
 	f.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", "", "issuer (and default audience) of service-account tokens (default https://kubernetes.default.svc)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	addAdmissionAuditFlags(f, &o.AdmissionAuditOptions)
+	addLifecycleFlags(f, &o.LifecycleOptions)
 	return cmd
 }
 

@@ -45,6 +45,10 @@ var electedControllers = []electedController{
 	{name: garbagecollector.Name, new: func(s *Server, cfg *rest.Config, log *slog.Logger) (starter, error) {
 		return garbagecollector.New(cfg, garbagecollector.Options{Log: log, Hints: s.gcHints})
 	}},
+	// The lifecycle engine with the built-in kubeos.dev kinds (lifecycle.go).
+	{name: "lifecycle", new: func(s *Server, _ *rest.Config, log *slog.Logger) (starter, error) {
+		return &lifecycleController{s: s, log: log}, nil
+	}},
 }
 
 // startElectedControllers runs each elected controller under leader election with its own

@@ -19,6 +19,8 @@ import (
 type health struct {
 	client *clientv3.Client
 	ready  <-chan struct{}
+	// bus reports the lifecycle event bus (Redis reachable); nil skips the check.
+	bus func() error
 }
 
 type check struct {
@@ -35,6 +37,9 @@ func (h *health) checks(readiness bool) []check {
 			_, err := h.client.Get(ctx, "/registry/health", clientv3.WithCountOnly())
 			return err
 		}},
+	}
+	if readiness && h.bus != nil {
+		cs = append(cs, check{"event-bus", func(context.Context) error { return h.bus() }})
 	}
 	if readiness {
 		cs = append(cs, check{"bootstrap", func(context.Context) error {

@@ -49,6 +49,8 @@ type Options struct {
 	// AdmissionAuditOptions: admission webhook client certificate, audit log, encryption
 	// at rest (security.go).
 	AdmissionAuditOptions
+	// LifecycleOptions: the lifecycle engine's event bus (lifecycle.go).
+	LifecycleOptions
 }
 
 // DefaultDataDir is where a server keeps its state unless told otherwise.
@@ -107,6 +109,9 @@ func (o *Options) Validate() error {
 	}
 	if (o.EtcdCertFile == "") != (o.EtcdKeyFile == "") {
 		return errors.New("--etcd-certfile and --etcd-keyfile go together")
+	}
+	if err := o.LifecycleOptions.validate(); err != nil {
+		return err
 	}
 	return o.AdmissionAuditOptions.validate()
 }

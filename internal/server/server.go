@@ -63,6 +63,8 @@ type Server struct {
 	// gcHints carries the REST handler's hints to the garbage collector (resources just
 	// given an object with ownerReferences or a collector finalizer).
 	gcHints chan schema.GroupResource
+	// lifecycle is the lifecycle engine with the built-in kinds (lifecycle.go).
+	lifecycle *lifecycleState
 }
 
 // New prepares a server from completed, validated options: it starts etcd (or connects to
@@ -169,6 +171,10 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer sec.close()
+	if s.lifecycle, err = s.newLifecycle(s.auth.authz); err != nil {
+		return err
+	}
+	sec.admission.Validating = s.lifecycle.validators(sec.admission.Validating)
 	watchesDone := make(chan struct{})
 	resources := restapi.New(restapi.Options{
 		Registry: s.Registry, Store: s.Store, Caches: caches, Log: o.Log,
@@ -181,7 +187,7 @@ func (s *Server) Run(ctx context.Context) error {
 	})
 	disc := discovery.New(s.Registry)
 	oapi := openapi.New(s.Registry)
-	health := &health{client: s.client, ready: s.ready}
+	health := &health{client: s.client, ready: s.ready, bus: s.lifecycle.bus.Healthy}
 
 	mux := http.NewServeMux()
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -216,7 +222,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}))
 	handler := filters.Chain(mux, filters.Options{
 		Authenticators: s.auth.authenticators(s),
-		Authorizer:     s.auth.authz,
+		Authorizer:     s.lifecycle.authz,
 		Metrics:        m,
 		Log:            o.Log,
 		Audit:          sec.audit,
@@ -259,6 +265,12 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	if err := s.startControllers(ctrlCtx, &wg); err != nil {
+		stopControllers()
+		wg.Wait()
+		srv.Close()
+		return err
+	}
+	if err := s.startLifecycle(ctrlCtx, &wg); err != nil {
 		stopControllers()
 		wg.Wait()
 		srv.Close()

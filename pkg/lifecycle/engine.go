@@ -86,6 +86,7 @@ type Engine struct {
 	order  []*kindEntry
 
 	tracked atomic.Bool
+	events  atomic.Pointer[EventRecorder]
 }
 
 // kindEntry is a registered kind, type-erased.
@@ -106,6 +107,16 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 		return nil, fmt.Errorf("lifecycle: metrics: %w", err)
 	}
 	return &Engine{opts: opts, graph: NewGraph(), m: m, phases: map[Ref]Phase{}, kinds: map[string]*kindEntry{}}, nil
+}
+
+// SetEvents replaces the Kubernetes Event recorder (one per leadership term).
+func (e *Engine) SetEvents(r EventRecorder) { e.events.Store(&r) }
+
+func (e *Engine) recorder() EventRecorder {
+	if p := e.events.Load(); p != nil {
+		return *p
+	}
+	return e.opts.Events
 }
 
 // Graph is the engine's dependency graph (read it; the engine writes it).

@@ -295,8 +295,8 @@ func (p *pass[O]) finalize(ctx context.Context) (reconcile.Result, error) {
 		out.Reason = "DeletionTimeout"
 		if !stalled(before) {
 			r.e.m.stalled.WithLabelValues(r.o.Kind).Inc()
-			if r.e.opts.Events != nil {
-				r.e.opts.Events.Eventf(p.obj, nil, corev1.EventTypeWarning, "DeletionStalled", "Deprovision", msg)
+			if rec := r.e.recorder(); rec != nil {
+				rec.Eventf(p.obj, nil, corev1.EventTypeWarning, "DeletionStalled", "Deprovision", msg)
 			}
 			p.publish(ctx, EventDeletionStalled, string(PhaseDeleting), string(PhaseDeleting), msg)
 		}

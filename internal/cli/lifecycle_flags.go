@@ -1,0 +1,13 @@
+package cli
+
+import (
+	"github.com/spf13/pflag"
+
+	"kubeos.dev/kube/internal/server"
+)
+
+// addLifecycleFlags choose the lifecycle engine's event bus.
+func addLifecycleFlags(f *pflag.FlagSet, o *server.LifecycleOptions) {
+	f.StringVar(&o.EventBus, "event-bus", "memory", "event bus of the lifecycle engine: memory or redis")
+	f.StringVar(&o.RedisAddr, "redis-addr", "", "host:port of the Redis server (--event-bus=redis)")
+}

@@ -1,0 +1,281 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"kubeos.dev/kube/internal/admission"
+	"kubeos.dev/kube/internal/apiserver/request"
+	"kubeos.dev/kube/internal/platform/v1alpha1"
+	"kubeos.dev/kube/pkg/lifecycle"
+)
+
+// Admission is the platform's validating admission plugin:
+//   - a platform object whose dependencies would close a cycle is refused (403, with the
+//     cycle path);
+//   - creating an object in a tenant's namespace past a Quota limit is refused (403 naming
+//     the Quota and the limit);
+//   - a Pod that references a Secret no SecretPolicy of its namespace allows is refused.
+//
+// It reads Namespaces, Quotas and SecretPolicies from Reader once SetReader is called (an
+// informer cache); before that only the cycle check runs.
+type Admission struct {
+	Engine  *lifecycle.Engine
+	Counter Counter
+	reader  atomic.Pointer[client.Reader]
+}
+
+var _ admission.Validator = (*Admission)(nil)
+
+// SetReader supplies the informer cache once it has synced.
+func (a *Admission) SetReader(r client.Reader) { a.reader.Store(&r) }
+
+func (a *Admission) getReader() client.Reader {
+	if p := a.reader.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Admit implements admission.Interface (nothing to mutate).
+func (a *Admission) Admit(context.Context, *admission.Attributes) error { return nil }
+
+// Validate implements admission.Validator.
+func (a *Admission) Validate(ctx context.Context, at *admission.Attributes) error {
+	if at.Subresource != "" || at.Operation == admission.Delete {
+		return nil
+	}
+	if at.Kind.Group == v1alpha1.Group && at.Object != nil {
+		if err := a.checkCycle(at); err != nil {
+			return err
+		}
+	}
+	r := a.getReader()
+	if r == nil || at.Namespace == "" {
+		return nil
+	}
+	if at.Operation == admission.Create {
+		if err := a.checkQuota(ctx, r, at); err != nil {
+			return err
+		}
+	}
+	if at.Kind.Group == "" && at.Kind.Kind == "Pod" && at.Object != nil {
+		return a.checkSecrets(ctx, r, at)
+	}
+	return nil
+}
+
+func (a *Admission) checkCycle(at *admission.Attributes) error {
+	obj := a.Engine.NewObject(at.Kind.Kind)
+	if obj == nil {
+		return nil
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(at.Object.Object, obj); err != nil {
+		return nil // schema validation reports malformed objects
+	}
+	obj.SetNamespace(at.Namespace)
+	obj.SetName(at.Name)
+	var cycle *lifecycle.CycleError
+	if err := a.Engine.CheckDependencies(at.Kind.Kind, obj); errors.As(err, &cycle) {
+		return apierrors.NewForbidden(at.Resource.GroupResource(), at.Name,
+			fmt.Errorf("its dependencies would close a %w", err))
+	}
+	return nil
+}
+
+// resourceName is how Quota limits name a resource: plural, ".group" unless core.
+func resourceName(gr schema.GroupResource) string {
+	if gr.Group == "" {
+		return gr.Resource
+	}
+	return gr.Resource + "." + gr.Group
+}
+
+func (a *Admission) checkQuota(ctx context.Context, r client.Reader, at *admission.Attributes) error {
+	var ns corev1.Namespace
+	if err := r.Get(ctx, client.ObjectKey{Name: at.Namespace}, &ns); err != nil {
+		return nil
+	}
+	tenant := ns.Labels[v1alpha1.LabelTenant]
+	if tenant == "" {
+		return nil
+	}
+	var quotas v1alpha1.QuotaList
+	if err := r.List(ctx, &quotas); err != nil {
+		return err
+	}
+	res := resourceName(at.Resource.GroupResource())
+	for _, q := range quotas.Items {
+		if q.Spec.Tenant != tenant || q.DeletionTimestamp != nil {
+			continue
+		}
+		for _, l := range q.Spec.Limits {
+			if l.Resource != res || (l.Namespace != "" && l.Namespace != at.Namespace) {
+				continue
+			}
+			in := []string{at.Namespace}
+			scope := "namespace " + at.Namespace
+			if l.Namespace == "" {
+				var err error
+				if in, err = tenantNamespaces(ctx, r, tenant); err != nil {
+					return err
+				}
+				scope = "tenant " + tenant
+			}
+			n, err := a.Counter.Count(ctx, res, in)
+			if err != nil {
+				return err
+			}
+			if n+1 > l.Max {
+				return apierrors.NewForbidden(at.Resource.GroupResource(), at.Name,
+					fmt.Errorf("exceeded quota: Quota %s limits %s to %d in %s (%d in use)", q.Name, res, l.Max, scope, n))
+			}
+		}
+	}
+	return nil
+}
+
+// secretRefs lists the Secrets a Pod references.
+func secretRefs(pod *corev1.Pod) []string {
+	var out []string
+	for _, v := range pod.Spec.Volumes {
+		if v.Secret != nil {
+			out = append(out, v.Secret.SecretName)
+		}
+		if v.Projected != nil {
+			for _, s := range v.Projected.Sources {
+				if s.Secret != nil {
+					out = append(out, s.Secret.Name)
+				}
+			}
+		}
+	}
+	for _, s := range pod.Spec.ImagePullSecrets {
+		out = append(out, s.Name)
+	}
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				out = append(out, e.ValueFrom.SecretKeyRef.Name)
+			}
+		}
+		for _, e := range c.EnvFrom {
+			if e.SecretRef != nil {
+				out = append(out, e.SecretRef.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func (a *Admission) checkSecrets(ctx context.Context, r client.Reader, at *admission.Attributes) error {
+	var policies v1alpha1.SecretPolicyList
+	if err := r.List(ctx, &policies, client.InNamespace(at.Namespace)); err != nil || len(policies.Items) == 0 {
+		return err
+	}
+	var pod corev1.Pod
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(at.Object.Object, &pod); err != nil {
+		return nil
+	}
+	for _, s := range secretRefs(&pod) {
+		if !secretAllowed(policies.Items, "Pod", s) {
+			names := make([]string, len(policies.Items))
+			for i, p := range policies.Items {
+				names[i] = p.Name
+			}
+			return apierrors.NewForbidden(at.Resource.GroupResource(), at.Name,
+				fmt.Errorf("secret %q may not be referenced by a Pod in namespace %s: no rule of SecretPolicy %s allows it", s, at.Namespace, strings.Join(names, ", ")))
+		}
+	}
+	return nil
+}
+
+func secretAllowed(policies []v1alpha1.SecretPolicy, kind, secret string) bool {
+	for _, p := range policies {
+		for _, rule := range p.Spec.Rules {
+			if !slices.Contains(rule.Kinds, kind) && !slices.Contains(rule.Kinds, "*") {
+				continue
+			}
+			for _, n := range rule.SecretNames {
+				if n == secret || (strings.HasSuffix(n, "*") && strings.HasPrefix(secret, strings.TrimSuffix(n, "*"))) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// Authorizer enforces AccessPolicies after the inner authorizer allowed a request: a
+// subject of a policy asking for anything in a namespace of the policy's tenant whose
+// environment is not in allowedEnvs is refused, with the reason.
+type Authorizer struct {
+	Inner interface {
+		Authorize(ctx context.Context, u *request.User, info *request.Info) (bool, string)
+	}
+	reader atomic.Pointer[client.Reader]
+}
+
+// SetReader supplies the informer cache once it has synced.
+func (z *Authorizer) SetReader(r client.Reader) { z.reader.Store(&r) }
+
+// Authorize implements the API server's Authorizer.
+func (z *Authorizer) Authorize(ctx context.Context, u *request.User, info *request.Info) (bool, string) {
+	ok, reason := z.Inner.Authorize(ctx, u, info)
+	if !ok || u == nil || info == nil || !info.IsResourceRequest || info.Namespace == "" {
+		return ok, reason
+	}
+	p := z.reader.Load()
+	if p == nil {
+		return ok, reason
+	}
+	if deny := AccessDenied(ctx, *p, u, info.Namespace); deny != "" {
+		return false, deny
+	}
+	return ok, reason
+}
+
+// AccessDenied returns why u may not act in namespace, or "" when no AccessPolicy stands in
+// the way.
+func AccessDenied(ctx context.Context, r client.Reader, u *request.User, namespace string) string {
+	var ns corev1.Namespace
+	if err := r.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
+		return ""
+	}
+	tenant, env := ns.Labels[v1alpha1.LabelTenant], ns.Labels[v1alpha1.LabelEnv]
+	if tenant == "" {
+		return ""
+	}
+	var policies v1alpha1.AccessPolicyList
+	if err := r.List(ctx, &policies); err != nil {
+		return ""
+	}
+	for _, p := range policies.Items {
+		if p.Spec.Tenant != tenant || !subjectMatches(p.Spec.Subjects, u) || slices.Contains(p.Spec.AllowedEnvs, env) {
+			continue
+		}
+		return fmt.Sprintf("AccessPolicy %s allows %s only in environments [%s] of tenant %s; namespace %s is environment %q",
+			p.Name, u.Name, strings.Join(p.Spec.AllowedEnvs, ", "), tenant, namespace, env)
+	}
+	return ""
+}
+
+func subjectMatches(subjects []v1alpha1.Subject, u *request.User) bool {
+	for _, s := range subjects {
+		if (s.Kind == "User" && s.Name == u.Name) || (s.Kind == "Group" && slices.Contains(u.Groups, s.Name)) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,126 @@
+package platform
+
+import (
+	"context"
+	"crypto"
+	"crypto/x509"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"kubeos.dev/kube/internal/platform/v1alpha1"
+	"kubeos.dev/kube/pkg/lifecycle"
+)
+
+// Counter counts the stored objects of a resource ("configmaps", "deployments.apps") in
+// namespaces.
+type Counter interface {
+	Count(ctx context.Context, resource string, namespaces []string) (int64, error)
+}
+
+// Options are what the drivers need.
+type Options struct {
+	// Client talks to the API directly (drivers read what they manage fresh).
+	Client client.Client
+	// CA and CAKey are the Kube CA that signs Certificates without an issuer.
+	CA    *x509.Certificate
+	CAKey crypto.Signer
+	// Counter measures Quota usage.
+	Counter Counter
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Kinds tunes the kinds (concurrency, retries); keyed by kind name, optional.
+	Kinds map[string]KindTuning
+}
+
+// KindTuning overrides a kind's pipeline settings.
+type KindTuning struct {
+	MaxConcurrentReconciles int
+	DeletionTimeout         time.Duration
+}
+
+// Kinds are the platform kinds in dependency order.
+var Kinds = []string{"Tenant", "Quota", "AccessPolicy", "SecretPolicy", "Credential", "Certificate"}
+
+// Register adds the platform kinds to e.
+func Register(e *lifecycle.Engine, o Options) error {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	tune := func(kind string, conc int) (int, time.Duration) {
+		t := o.Kinds[kind]
+		if t.MaxConcurrentReconciles == 0 {
+			t.MaxConcurrentReconciles = conc
+		}
+		return t.MaxConcurrentReconciles, t.DeletionTimeout
+	}
+	var err error
+	add := func(f func() error) {
+		if err == nil {
+			err = f()
+		}
+	}
+	add(func() error {
+		c, dt := tune("Tenant", 4)
+		return lifecycle.Register(e, lifecycle.KindOptions[*v1alpha1.Tenant]{Kind: "Tenant", New: func() *v1alpha1.Tenant { return &v1alpha1.Tenant{} },
+			Driver: &tenantDriver{c: o.Client}, MaxConcurrentReconciles: c, DeletionTimeout: dt})
+	})
+	add(func() error {
+		c, dt := tune("Quota", 2)
+		return lifecycle.Register(e, lifecycle.KindOptions[*v1alpha1.Quota]{Kind: "Quota", New: func() *v1alpha1.Quota { return &v1alpha1.Quota{} },
+			Driver: &quotaDriver{c: o.Client, counter: o.Counter}, MaxConcurrentReconciles: c, DeletionTimeout: dt,
+			Dependencies: func(q *v1alpha1.Quota) []lifecycle.Ref { return []lifecycle.Ref{{Kind: "Tenant", Name: q.Spec.Tenant}} }})
+	})
+	add(func() error {
+		c, dt := tune("AccessPolicy", 2)
+		return lifecycle.Register(e, lifecycle.KindOptions[*v1alpha1.AccessPolicy]{Kind: "AccessPolicy", New: func() *v1alpha1.AccessPolicy { return &v1alpha1.AccessPolicy{} },
+			Driver: nopDriver[*v1alpha1.AccessPolicy]{}, MaxConcurrentReconciles: c, DeletionTimeout: dt,
+			Dependencies: func(p *v1alpha1.AccessPolicy) []lifecycle.Ref {
+				return []lifecycle.Ref{{Kind: "Tenant", Name: p.Spec.Tenant}}
+			}})
+	})
+	add(func() error {
+		c, dt := tune("SecretPolicy", 2)
+		return lifecycle.Register(e, lifecycle.KindOptions[*v1alpha1.SecretPolicy]{Kind: "SecretPolicy", New: func() *v1alpha1.SecretPolicy { return &v1alpha1.SecretPolicy{} },
+			Driver: nopDriver[*v1alpha1.SecretPolicy]{}, MaxConcurrentReconciles: c, DeletionTimeout: dt})
+	})
+	add(func() error {
+		c, dt := tune("Credential", 8)
+		return lifecycle.Register(e, lifecycle.KindOptions[*v1alpha1.Credential]{Kind: "Credential", New: func() *v1alpha1.Credential { return &v1alpha1.Credential{} },
+			Driver: &CredentialDriver{Client: o.Client, Now: o.Now}, MaxConcurrentReconciles: c, DeletionTimeout: dt})
+	})
+	add(func() error {
+		c, dt := tune("Certificate", 4)
+		return lifecycle.Register(e, lifecycle.KindOptions[*v1alpha1.Certificate]{Kind: "Certificate", New: func() *v1alpha1.Certificate { return &v1alpha1.Certificate{} },
+			Driver: &certificateDriver{c: o.Client, ca: o.CA, caKey: o.CAKey, now: o.Now}, MaxConcurrentReconciles: c, DeletionTimeout: dt,
+			Dependencies: func(c *v1alpha1.Certificate) []lifecycle.Ref {
+				if c.Spec.Issuer == "" {
+					return nil
+				}
+				return []lifecycle.Ref{{Kind: "Certificate", Namespace: c.Namespace, Name: c.Spec.Issuer}}
+			}})
+	})
+	return err
+}
+
+// nopDriver is the driver of kinds whose effect is enforcement elsewhere (admission, the
+// authorizer): there is nothing to provision.
+type nopDriver[O lifecycle.Object] struct{}
+
+func (nopDriver[O]) Observe(context.Context, O) (lifecycle.Outcome, error) {
+	return lifecycle.Outcome{Exists: true, UpToDate: true, Reason: "Enforced"}, nil
+}
+func (nopDriver[O]) Provision(context.Context, O) (lifecycle.Outcome, error) {
+	return lifecycle.Outcome{}, nil
+}
+func (nopDriver[O]) Update(context.Context, O) (lifecycle.Outcome, error) {
+	return lifecycle.Outcome{}, nil
+}
+func (nopDriver[O]) Deprovision(context.Context, O) (lifecycle.Outcome, error) {
+	return lifecycle.Outcome{}, nil
+}
+
+func ownerRef(obj client.Object, kind string) []metav1OwnerReference {
+	t := true
+	return []metav1OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: kind, Name: obj.GetName(), UID: obj.GetUID(), Controller: &t}}
+}

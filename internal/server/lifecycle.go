@@ -1,0 +1,272 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"kubeos.dev/kube/internal/admission"
+	"kubeos.dev/kube/internal/apiserver/request"
+	"kubeos.dev/kube/internal/controllers/recorder"
+	"kubeos.dev/kube/internal/platform"
+	"kubeos.dev/kube/internal/platform/v1alpha1"
+	"kubeos.dev/kube/internal/storage"
+	"kubeos.dev/kube/pkg/eventbus"
+	"kubeos.dev/kube/pkg/lifecycle"
+)
+
+// LifecycleOptions configure the lifecycle engine's event bus.
+type LifecycleOptions struct {
+	// EventBus is "memory" (default) or "redis".
+	EventBus string
+	// RedisAddr is host:port of the Redis server (--event-bus=redis).
+	RedisAddr string
+}
+
+func (o *LifecycleOptions) complete() {
+	if o.EventBus == "" {
+		o.EventBus = eventbus.BackendMemory
+	}
+}
+
+func (o *LifecycleOptions) validate() error {
+	switch o.EventBus {
+	case "", eventbus.BackendMemory:
+		if o.RedisAddr != "" {
+			return fmt.Errorf("--redis-addr needs --event-bus=redis")
+		}
+	case eventbus.BackendRedis:
+		if o.RedisAddr == "" {
+			return fmt.Errorf("--event-bus=redis needs --redis-addr")
+		}
+	default:
+		return fmt.Errorf("--event-bus %q: want memory or redis", o.EventBus)
+	}
+	return nil
+}
+
+// lifecycleState is the engine with the built-in kinds, its bus, and the admission plugin
+// and authorizer that enforce the platform kinds on every server.
+type lifecycleState struct {
+	bus       eventbus.Bus
+	engine    *lifecycle.Engine
+	admission *platform.Admission
+	authz     *platform.Authorizer
+	scheme    *runtime.Scheme
+	cfg       *rest.Config
+	// tracking is closed once the CRDs are served and the graph is tracked: the engine's
+	// controllers wait for it.
+	tracking chan struct{}
+}
+
+var setControllerRuntimeLogger sync.Once
+
+// newLifecycle builds the bus, the engine and the platform kinds (nothing runs yet).
+func (s *Server) newLifecycle(inner platformAuthorizer) (*lifecycleState, error) {
+	o := s.opts.LifecycleOptions
+	o.complete()
+	setControllerRuntimeLogger.Do(func() { ctrllog.SetLogger(logr.FromSlogHandler(s.opts.Log.Handler())) })
+	bus, err := eventbus.New(eventbus.Options{Backend: o.EventBus, RedisAddr: o.RedisAddr, Registerer: s.metrics,
+		Topics: []string{lifecycle.Topic},
+		Types:  []string{lifecycle.EventPhaseChanged, lifecycle.EventIllegalTransition, lifecycle.EventDeletionStalled}})
+	if err != nil {
+		return nil, fmt.Errorf("--event-bus: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	cfg, err := s.LoopbackConfig(ControllerUser("lifecycle"), ControllersGroup, "system:masters")
+	if err != nil {
+		return nil, err
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	engine, err := lifecycle.NewEngine(lifecycle.EngineOptions{Bus: bus, Registerer: s.metrics, Log: s.opts.Log.With("component", "lifecycle")})
+	if err != nil {
+		return nil, err
+	}
+	counter := storeCounter{s}
+	if err := platform.Register(engine, platform.Options{Client: direct, CA: s.pki.CA, CAKey: s.pki.CAKey, Counter: counter}); err != nil {
+		return nil, err
+	}
+	return &lifecycleState{bus: bus, engine: engine, scheme: scheme, cfg: cfg,
+		admission: &platform.Admission{Engine: engine, Counter: counter},
+		authz:     &platform.Authorizer{Inner: inner}, tracking: make(chan struct{})}, nil
+}
+
+type platformAuthorizer = interface {
+	Authorize(ctx context.Context, u *request.User, info *request.Info) (bool, string)
+}
+
+// validators puts the platform plugin first among the built-in validating plugins.
+func (lc *lifecycleState) validators(rest []admission.Validator) []admission.Validator {
+	return append([]admission.Validator{lc.admission}, rest...)
+}
+
+// startLifecycle runs the bus, installs the kubeos.dev CRDs, and keeps the dependency
+// graph and the enforcement caches current (on every server; the engine's controllers run
+// under leader election, see electedControllers).
+func (s *Server) startLifecycle(ctx context.Context, wg *sync.WaitGroup) error {
+	lc := s.lifecycle
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := lc.bus.Start(ctx); err != nil && ctx.Err() == nil {
+			s.opts.Log.Error("event bus stopped", "err", err)
+		}
+	}()
+	if err := installCRDs(ctx, lc.cfg, v1alpha1.CRDs(nil)); err != nil {
+		return err
+	}
+	c, err := cache.New(lc.cfg, cache.Options{Scheme: lc.scheme})
+	if err != nil {
+		return err
+	}
+	if err := lc.engine.Track(ctx, c); err != nil {
+		return err
+	}
+	for _, obj := range []client.Object{&corev1.Namespace{}, &v1alpha1.Quota{}, &v1alpha1.AccessPolicy{}, &v1alpha1.SecretPolicy{}} {
+		if _, err := c.GetInformer(ctx, obj); err != nil {
+			return err
+		}
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := c.Start(ctx); err != nil && ctx.Err() == nil {
+			s.opts.Log.Error("lifecycle cache stopped", "err", err)
+		}
+	}()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if !c.WaitForCacheSync(sctx) {
+		return fmt.Errorf("lifecycle: informer caches did not sync")
+	}
+	lc.admission.SetReader(c)
+	lc.authz.SetReader(c)
+	close(lc.tracking)
+	return nil
+}
+
+// installCRDs creates or updates crds and waits until the API serves them.
+func installCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	cs, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for _, crd := range crds {
+		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			cur, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				_, err = cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
+			case err == nil:
+				cur.Spec = crd.Spec
+				_, err = cs.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, cur, metav1.UpdateOptions{})
+			}
+			return err == nil, nil
+		})
+		if err != nil {
+			return fmt.Errorf("install CRD %s: %w", crd.Name, err)
+		}
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	gv := v1alpha1.GroupVersion.String()
+	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		list, err := dc.ServerResourcesForGroupVersion(gv)
+		if err != nil {
+			return false, nil
+		}
+		n := 0
+		for _, r := range list.APIResources {
+			if !strings.Contains(r.Name, "/") {
+				n++
+			}
+		}
+		return n >= len(crds), nil
+	}); err != nil {
+		return fmt.Errorf("CRDs of %s not served: %w", gv, err)
+	}
+	return nil
+}
+
+// lifecycleController runs the engine's controllers while this server holds the Lease: a
+// fresh manager (informers, queues) per leadership term; Start returns after in-flight
+// reconciles have drained.
+type lifecycleController struct {
+	s   *Server
+	log *slog.Logger
+}
+
+func (c *lifecycleController) Start(ctx context.Context) error {
+	lc := c.s.lifecycle
+	select {
+	case <-lc.tracking:
+	case <-ctx.Done():
+		return nil
+	}
+	grace := 30 * time.Second
+	mgr, err := manager.New(lc.cfg, manager.Options{
+		Scheme: lc.scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		GracefulShutdownTimeout: &grace, Logger: logr.FromSlogHandler(c.log.Handler()),
+	})
+	if err != nil {
+		return err
+	}
+	rec, err := recorder.Start(ctx, lc.cfg, "lifecycle")
+	if err == nil {
+		defer rec.Stop()
+		lc.engine.SetEvents(rec)
+	}
+	if err := lc.engine.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// storeCounter counts objects in the store by key prefix (a count-only etcd range).
+type storeCounter struct{ s *Server }
+
+func (sc storeCounter) Count(ctx context.Context, resource string, namespaces []string) (int64, error) {
+	name, group, _ := strings.Cut(resource, ".")
+	var total int64
+	for _, ns := range namespaces {
+		n, err := sc.s.Store.Count(ctx, storage.NamespacePrefix(group, name, ns))
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
