@@ -1,0 +1,312 @@
+package lifecycle
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"kubeos.dev/kube/internal/cli"
+)
+
+// TestLifecycle is the issue's "Done when", in order: each step builds on the last.
+func TestLifecycle(t *testing.T) {
+	k := newKubectl(t)
+
+	t.Run("tenant with three environments", func(t *testing.T) {
+		k.apply(t, `apiVersion: kubeos.dev/v1alpha1
+kind: Tenant
+metadata: {name: acme}
+spec:
+  environments: [dev, staging, prod]
+  admins: [{kind: User, name: alice}]
+`)
+		k.waitFor(t, 30*time.Second, "{.status.phase}", "Active", "tenant", "acme")
+		for _, env := range []string{"dev", "staging", "prod"} {
+			ns := "acme-" + env
+			k.waitFor(t, 10*time.Second, "{.metadata.labels.kubeos\\.dev/tenant}/{.metadata.labels.kubeos\\.dev/env}", "acme/"+env, "namespace", ns)
+			k.waitFor(t, 10*time.Second, "{.roleRef.name}/{.subjects[0].name}", "admin/alice", "rolebinding", "kubeos-tenant-admins", "-n", ns)
+		}
+		out := k.ok(t, "get", "tenants")
+		if !strings.Contains(out, "PHASE") || !strings.Contains(out, "Active") {
+			t.Fatalf("printer columns: %s", out)
+		}
+	})
+
+	t.Run("invalid environment name is 422", func(t *testing.T) {
+		k.fails(t, srv.Kubeconfig, `apiVersion: kubeos.dev/v1alpha1
+kind: Tenant
+metadata: {name: bad}
+spec: {environments: [Prod_1]}
+`, `is invalid`, "apply", "-f", "-")
+	})
+
+	t.Run("quota refuses past its limit", func(t *testing.T) {
+		k.apply(t, `apiVersion: kubeos.dev/v1alpha1
+kind: Quota
+metadata: {name: acme-quota}
+spec: {tenant: acme, limits: [{resource: configmaps, namespace: acme-dev, max: 2}]}
+`)
+		k.waitFor(t, 30*time.Second, "{.status.phase}", "Active", "quota", "acme-quota")
+		k.ok(t, "create", "configmap", "one", "-n", "acme-dev")
+		k.ok(t, "create", "configmap", "two", "-n", "acme-dev")
+		k.fails(t, srv.Kubeconfig, "", "exceeded quota: Quota acme-quota limits configmaps to 2 in namespace acme-dev",
+			"create", "configmap", "three", "-n", "acme-dev")
+		k.ok(t, "create", "configmap", "three", "-n", "acme-staging")
+		k.waitFor(t, 30*time.Second, "{.status.usage[0].used}", "2", "quota", "acme-quota")
+	})
+
+	t.Run("access policy refuses prod and allows staging", func(t *testing.T) {
+		k.apply(t, `apiVersion: kubeos.dev/v1alpha1
+kind: AccessPolicy
+metadata: {name: alice-nonprod}
+spec: {tenant: acme, subjects: [{kind: User, name: alice}], allowedEnvs: [dev, staging]}
+`)
+		k.waitFor(t, 30*time.Second, "{.status.phase}", "Active", "accesspolicy", "alice-nonprod")
+		alice := filepath.Join(t.TempDir(), "alice.kubeconfig")
+		kube(t, "certs", "user", "alice", "--data-dir", srv.DataDir, "-o", alice)
+		eventually(t, 10*time.Second, func() error {
+			_, errOut, err := k.run(t, alice, "", "get", "configmaps", "-n", "acme-staging")
+			if err != nil {
+				return fmt.Errorf("alice in staging: %s", errOut)
+			}
+			return nil
+		})
+		k.fails(t, alice, "", `AccessPolicy alice-nonprod allows alice only in environments [dev, staging] of tenant acme; namespace acme-prod is environment "prod"`,
+			"get", "configmaps", "-n", "acme-prod")
+		k.fails(t, alice, "", "is forbidden", "create", "configmap", "x", "-n", "acme-prod")
+	})
+
+	t.Run("credential rotates", func(t *testing.T) {
+		k.apply(t, `apiVersion: kubeos.dev/v1alpha1
+kind: Credential
+metadata: {name: db, namespace: default}
+spec: {type: password, length: 24, rotationPeriod: 2s}
+`)
+		k.waitFor(t, 30*time.Second, "{.status.phase}", "Active", "credential", "db", "-n", "default")
+		first := k.jsonpath(t, "{.data.password}", "secret", "db", "-n", "default")
+		if pw, _ := base64.StdEncoding.DecodeString(first); len(pw) != 24 {
+			t.Fatalf("password %q: want 24 characters", pw)
+		}
+		eventually(t, 20*time.Second, func() error {
+			n, _ := strconv.Atoi(k.jsonpath(t, "{.status.rotations}", "credential", "db", "-n", "default"))
+			if n < 2 {
+				return fmt.Errorf("%d rotations", n)
+			}
+			if k.jsonpath(t, "{.data.password}", "secret", "db", "-n", "default") == first {
+				return fmt.Errorf("password unchanged")
+			}
+			return nil
+		})
+		if k.jsonpath(t, "{.status.lastRotated}", "credential", "db", "-n", "default") == "" {
+			t.Fatal("status.lastRotated not recorded")
+		}
+	})
+
+	t.Run("certificate issued, verified against the CA, renewed", func(t *testing.T) {
+		k.apply(t, `apiVersion: kubeos.dev/v1alpha1
+kind: Certificate
+metadata: {name: web, namespace: default}
+spec: {dnsNames: [web.example.com], duration: 30s, renewBefore: 27s}
+`)
+		k.waitFor(t, 30*time.Second, "{.status.phase}", "Active", "certificate", "web", "-n", "default")
+		if typ := k.jsonpath(t, "{.type}", "secret", "web", "-n", "default"); typ != "kubernetes.io/tls" {
+			t.Fatalf("secret type %q", typ)
+		}
+		cert := func() *x509.Certificate {
+			raw, _ := base64.StdEncoding.DecodeString(k.jsonpath(t, "{.data.tls\\.crt}", "secret", "web", "-n", "default"))
+			block, _ := pem.Decode(raw)
+			if block == nil {
+				t.Fatal("tls.crt is not PEM")
+			}
+			c, err := x509.ParseCertificate(block.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		caPEM, err := os.ReadFile(filepath.Join(srv.DataDir, "pki", "ca.crt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(caPEM)
+		c1 := cert()
+		if _, err := c1.Verify(x509.VerifyOptions{Roots: pool, DNSName: "web.example.com"}); err != nil {
+			t.Fatalf("certificate does not verify against the Kube CA: %v", err)
+		}
+		if na := k.jsonpath(t, "{.status.notAfter}", "certificate", "web", "-n", "default"); na == "" {
+			t.Fatal("status.notAfter empty")
+		}
+		eventually(t, 20*time.Second, func() error {
+			if c := cert(); c.SerialNumber.Cmp(c1.SerialNumber) == 0 {
+				return fmt.Errorf("not renewed yet")
+			}
+			return nil
+		})
+		if _, err := cert().Verify(x509.VerifyOptions{Roots: pool, DNSName: "web.example.com"}); err != nil {
+			t.Fatalf("renewed certificate does not verify: %v", err)
+		}
+	})
+
+	t.Run("a cycle between two objects is refused", func(t *testing.T) {
+		k.apply(t, `apiVersion: kubeos.dev/v1alpha1
+kind: Certificate
+metadata: {name: ca-a, namespace: default}
+spec: {isCA: true, commonName: ca-a}
+---
+apiVersion: kubeos.dev/v1alpha1
+kind: Certificate
+metadata: {name: ca-b, namespace: default}
+spec: {isCA: true, commonName: ca-b, issuer: ca-a}
+`)
+		k.waitFor(t, 30*time.Second, "{.status.phase}", "Active", "certificate", "ca-b", "-n", "default")
+		k.fails(t, srv.Kubeconfig, "", "dependency cycle: Certificate/default/ca-a → Certificate/default/ca-b → Certificate/default/ca-a",
+			"patch", "certificate", "ca-a", "-n", "default", "--type=merge", "-p", `{"spec":{"issuer":"ca-b"}}`)
+	})
+
+	t.Run("illegal phase write is 422 naming the transition", func(t *testing.T) {
+		k.fails(t, srv.Kubeconfig, "", "illegal phase transition: Active → Pending",
+			"patch", "tenant", "acme", "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Pending"}}`)
+		_, errOut, _ := k.run(t, srv.Kubeconfig, "", "patch", "tenant", "acme", "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Pending"}}`)
+		if !strings.Contains(errOut, "is invalid") {
+			t.Fatalf("want a 422 Invalid: %s", errOut)
+		}
+	})
+
+	t.Run("deleting the tenant tears down in reverse dependency order", func(t *testing.T) {
+		k.ok(t, "delete", "tenant", "acme", "--wait=false")
+		k.waitFor(t, 30*time.Second, "{.status.phase}", "Deleting", "tenant", "acme")
+		eventually(t, 10*time.Second, func() error {
+			msg := k.jsonpath(t, `{.status.conditions[?(@.type=="Terminating")].message}`, "tenant", "acme")
+			if !strings.Contains(msg, "AccessPolicy/alice-nonprod") || !strings.Contains(msg, "Quota/acme-quota") {
+				return fmt.Errorf("terminating message %q", msg)
+			}
+			return nil
+		})
+		k.ok(t, "get", "namespace", "acme-prod") // still there while dependents exist
+		k.ok(t, "delete", "quota", "acme-quota")
+		k.ok(t, "delete", "accesspolicy", "alice-nonprod")
+		eventually(t, 60*time.Second, func() error {
+			if _, _, err := k.run(t, srv.Kubeconfig, "", "get", "tenant", "acme"); err == nil {
+				return fmt.Errorf("tenant still there")
+			}
+			if out := k.ok(t, "get", "namespaces", "-l", "kubeos.dev/tenant=acme", "-o", "name"); out != "" {
+				return fmt.Errorf("namespaces left: %s", out)
+			}
+			return nil
+		})
+		events := busEvents(t)
+		order := func(typ, name string) int {
+			for i, e := range events {
+				if e["event_type"] == typ && e["name"] == name {
+					return i
+				}
+			}
+			t.Fatalf("no %s event for %s on the bus", typ, name)
+			return -1
+		}
+		tenant := order("tenant_namespaces_deleted", "acme")
+		if q, a := order("quota_deprovisioned", "acme-quota"), order("access_policy_deprovisioned", "alice-nonprod"); q > tenant || a > tenant {
+			t.Fatalf("teardown order: quota %d, access policy %d, tenant %d", q, a, tenant)
+		}
+	})
+
+	t.Run("every transition is on the bus over Redis and counted in the metrics", func(t *testing.T) {
+		metrics := scrape(t)
+		for _, name := range []string{"kube_lifecycle_phase{", "kube_lifecycle_transitions_total{", "kube_lifecycle_illegal_transitions_total{",
+			"kube_lifecycle_reconcile_seconds_bucket{", "kube_lifecycle_finalizer_age_seconds{", "eventbus_events_total{",
+			"eventbus_processing_seconds", "eventbus_queue_length{"} {
+			if !strings.Contains(metrics, name) {
+				t.Errorf("/metrics lacks %s", name)
+			}
+		}
+		eventually(t, 10*time.Second, func() error {
+			want := sumMetric(scrape(t), "kube_lifecycle_transitions_total{")
+			got := 0
+			for _, e := range busEvents(t) {
+				if e["event_type"] == "phase_changed" {
+					if e["trace_id"] == "" || e["from"] == e["to"] {
+						return fmt.Errorf("bad transition event %v", e)
+					}
+					got++
+				}
+			}
+			if want == 0 || float64(got) != want {
+				return fmt.Errorf("%d phase_changed events in Redis, %v transitions counted", got, want)
+			}
+			return nil
+		})
+	})
+}
+
+// kube runs the kube command line in-process.
+func kube(t *testing.T, args ...string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := cli.NewCommand(&stdout, &stderr)
+	cmd.SetArgs(args)
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("kube %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+}
+
+// busEvents reads the lifecycle stream straight from Redis.
+func busEvents(t *testing.T) []map[string]any {
+	t.Helper()
+	rc := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rc.Close()
+	msgs, err := rc.XRange(context.Background(), "kube:events:lifecycle", "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]map[string]any, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Values
+	}
+	return out
+}
+
+// scrape reads /metrics as the admin.
+func scrape(t *testing.T) string {
+	t.Helper()
+	cfg, err := srv.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := restTransport(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: rt, Timeout: 10 * time.Second}).Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func sumMetric(text, prefix string) float64 {
+	var sum float64
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			sum += v
+		}
+	}
+	return sum
+}

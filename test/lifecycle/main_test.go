@@ -1,0 +1,232 @@
+// Package lifecycle tests the lifecycle engine and the built-in kubeos.dev kinds end to end
+// with kubectl 1.33 against one in-process server whose event bus is a real redis-server
+// started here on a free port (the tests fail, never skip, without redis-server or
+// kubectl.1.33): Tenants, Quotas, AccessPolicies, Credentials, Certificates, cycles, teardown
+// order, illegal phase writes, the bus and the metrics.
+package lifecycle
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"kubeos.dev/kube/internal/server"
+	"kubeos.dev/kube/internal/server/servertest"
+)
+
+var (
+	srv       *servertest.Server
+	serverLog lockedBuffer
+	redisAddr string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	dir, err := servertest.TempDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lifecycle:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	stop, err := startRedis(filepath.Join(dir, "redis"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lifecycle:", err)
+		return 1
+	}
+	defer stop()
+	srv, err = servertest.StartWith(filepath.Join(dir, "kube"), &serverLog, func(o *server.Options) {
+		o.EventBus, o.RedisAddr = "redis", redisAddr
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lifecycle: start server: %v\n%s", err, serverLog.String())
+		return 1
+	}
+	defer srv.Stop()
+	return m.Run()
+}
+
+// startRedis runs redis-server on a free port until stop.
+func startRedis(dir string) (stop func(), err error) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return nil, fmt.Errorf("redis-server is not installed (apt-get install -y redis-server; .ci/run does this): %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop = func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		once := sync.Once{}
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "Ready to accept connections") {
+				once.Do(func() { close(ready) })
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		stop()
+		return nil, fmt.Errorf("redis-server on port %d not ready within 10s", port)
+	}
+	redisAddr = "127.0.0.1:" + strconv.Itoa(port)
+	return stop, nil
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// findKubectl finds kubectl.<version> on PATH or beside the kubectl PATH finds.
+func findKubectl(t *testing.T, version string) string {
+	t.Helper()
+	name := "kubectl." + version
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	def, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("%s not found: no kubectl on PATH", name)
+	}
+	resolved, err := filepath.EvalSymlinks(def)
+	if err != nil {
+		t.Fatalf("%s not found: %v", name, err)
+	}
+	p := filepath.Join(filepath.Dir(resolved), name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s not found beside %s", name, resolved)
+	}
+	return p
+}
+
+// kubectl runs one kubectl binary with its own HOME.
+type kubectl struct{ bin, home string }
+
+func newKubectl(t *testing.T) kubectl {
+	return kubectl{bin: findKubectl(t, "1.33"), home: t.TempDir()}
+}
+
+func (k kubectl) run(t *testing.T, kubeconfig, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, k.bin, args...)
+	cmd.Env = []string{"HOME=" + k.home, "KUBECONFIG=" + kubeconfig, "PATH=" + os.Getenv("PATH"), "KUBECACHEDIR=" + filepath.Join(k.home, "cache")}
+	cmd.Stdin = strings.NewReader(stdin)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	t.Logf("$ kubectl %s\n%s%s", strings.Join(args, " "), o.String(), e.String())
+	return o.String(), e.String(), err
+}
+
+// ok runs kubectl as the admin and fails the test if it fails.
+func (k kubectl) ok(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, err := k.run(t, srv.Kubeconfig, "", args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, errOut)
+	}
+	return out
+}
+
+// apply applies a manifest as the admin.
+func (k kubectl) apply(t *testing.T, manifest string) {
+	t.Helper()
+	if _, errOut, err := k.run(t, srv.Kubeconfig, manifest, "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s\n%s", err, errOut, manifest)
+	}
+}
+
+// fails wants kubectl (as the user of kubeconfig) to fail with want in its error output.
+func (k kubectl) fails(t *testing.T, kubeconfig, stdin, want string, args ...string) {
+	t.Helper()
+	_, errOut, err := k.run(t, kubeconfig, stdin, args...)
+	if err == nil {
+		t.Fatalf("kubectl %s succeeded, want an error with %q", strings.Join(args, " "), want)
+	}
+	if !strings.Contains(errOut, want) {
+		t.Fatalf("kubectl %s: error output\n%s\nwant it to contain %q", strings.Join(args, " "), errOut, want)
+	}
+}
+
+// eventually retries f every 100 ms until it returns nil or d passes.
+func eventually(t *testing.T, d time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %v", d, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// jsonpath reads one field with kubectl get -o jsonpath.
+func (k kubectl) jsonpath(t *testing.T, path string, args ...string) string {
+	t.Helper()
+	out, _, err := k.run(t, srv.Kubeconfig, "", append(append([]string{"get"}, args...), "-o", "jsonpath="+path)...)
+	if err != nil {
+		return ""
+	}
+	return out
+}
+
+// waitFor waits until a jsonpath of an object equals want.
+func (k kubectl) waitFor(t *testing.T, d time.Duration, path, want string, args ...string) {
+	t.Helper()
+	eventually(t, d, func() error {
+		if got := k.jsonpath(t, path, args...); got != want {
+			return fmt.Errorf("%s of %v is %q, want %q", path, args, got, want)
+		}
+		return nil
+	})
+}
+
+func restTransport(cfg *rest.Config) (http.RoundTripper, error) { return rest.TransportFor(cfg) }
