@@ -41,6 +41,9 @@ type LifecycleOptions struct {
 	EventBus string
 	// RedisAddr is host:port of the Redis server (--event-bus=redis).
 	RedisAddr string
+	// NoEngine installs the CRDs and enforces the platform kinds but runs none of the
+	// engine's controllers (benchmarks that bring their own; external operators).
+	NoEngine bool
 }
 
 func (o *LifecycleOptions) complete() {
@@ -231,6 +234,10 @@ type lifecycleController struct {
 
 func (c *lifecycleController) Start(ctx context.Context) error {
 	lc := c.s.lifecycle
+	if c.s.opts.NoEngine {
+		<-ctx.Done()
+		return nil
+	}
 	select {
 	case <-lc.tracking:
 	case <-ctx.Done():
