@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -63,7 +62,7 @@ func (l *Log) Write(ctx context.Context, ev *auditv1.Event) error {
 	if l.Annotate != nil {
 		l.Annotate(ctx, ev)
 	}
-	data, err := json.Marshal(ev)
+	data, err := appendEvent(make([]byte, 0, 1024), ev)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package rest
+package jsonenc
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		if err := enc.Encode(c); err != nil {
 			t.Fatal(err)
 		}
-		got, err := appendJSON(nil, c)
+		got, err := AppendValue(nil, c)
 		if err != nil {
 			t.Fatalf("%#v: %v", c, err)
 		}
@@ -31,7 +31,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 			t.Errorf("%#v: got %s, want %s", c, got, want.Bytes())
 		}
 	}
-	if _, err := appendJSON(nil, math.NaN()); err == nil {
+	if _, err := AppendValue(nil, math.NaN()); err == nil {
 		t.Error("NaN encoded without an error")
 	}
 }
@@ -46,7 +46,7 @@ func FuzzAppendJSON(f *testing.F) {
 		if err := utiljson.Unmarshal(data, &v); err != nil {
 			return
 		}
-		out, err := appendJSON(nil, v)
+		out, err := AppendValue(nil, v)
 		if err != nil {
 			t.Fatalf("encode %q: %v", data, err)
 		}
@@ -54,7 +54,7 @@ func FuzzAppendJSON(f *testing.F) {
 		if err := utiljson.Unmarshal(out, &back); err != nil {
 			t.Fatalf("re-decode %q (from %q): %v", out, data, err)
 		}
-		again, _ := appendJSON(nil, back)
+		again, _ := AppendValue(nil, back)
 		if !bytes.Equal(out, again) {
 			t.Fatalf("not stable: %q then %q", out, again)
 		}
