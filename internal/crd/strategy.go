@@ -21,8 +21,9 @@ import (
 )
 
 var (
-	_ registry.Strategy     = (*version)(nil)
-	_ registry.FieldChecker = (*version)(nil)
+	_ registry.Strategy           = (*version)(nil)
+	_ registry.FieldChecker       = (*version)(nil)
+	_ registry.UnknownFieldPruner = (*version)(nil)
 )
 
 // upstreamStrategy is the part of upstream's custom resource strategy Kube calls.
@@ -157,22 +158,32 @@ func (vs *version) ValidateUpdate(obj, old *unstructured.Unstructured) field.Err
 	return s.strategy.ValidateUpdate(context.Background(), obj, old)
 }
 
-// UnknownFields lists the fields of a request body the schema prunes, and duplicate fields,
-// with upstream's messages (`unknown field "spec.foo"`).
+// UnknownFields lists the fields of a request body the schema prunes, with upstream's
+// messages (`unknown field "spec.foo"`).
 func (vs *version) UnknownFields(data []byte) []error {
 	var m map[string]any
 	strictErrs, err := kjson.UnmarshalStrict(data, &m, kjson.DisallowUnknownFields)
 	if err != nil {
 		return []error{err}
 	}
-	s := vs.compiled()
-	if s == nil || m == nil {
+	if m == nil {
 		return strictErrs
 	}
-	for _, p := range structuralpruning.PruneWithOptions(m, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}) {
-		strictErrs = append(strictErrs, &unknownField{path: p})
+	return append(strictErrs, vs.PruneUnknownFields(m)...)
+}
+
+// PruneUnknownFields drops the fields of a decoded body the schema prunes and lists them as
+// UnknownFields does.
+func (vs *version) PruneUnknownFields(obj map[string]any) []error {
+	s := vs.compiled()
+	if s == nil {
+		return nil
 	}
-	return strictErrs
+	var errs []error
+	for _, p := range structuralpruning.PruneWithOptions(obj, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}) {
+		errs = append(errs, &unknownField{path: p})
+	}
+	return errs
 }
 
 // unknownField is a pruned field; it is a kjson.FieldError so that the handler reports it

@@ -66,7 +66,9 @@ type Kind struct {
 	// new objects for those it changes. nil: objects are served as stored.
 	FromStorage func(ctx context.Context, objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error)
 	// ToStorage, when set, turns a validated object of this Kind's version into the storage
-	// version. nil: stored as is.
+	// version. nil: stored as is. When it returns obj itself, obj is already what FromStorage
+	// would make of it once stored (no conversion; defaulted and pruned), so a create returns
+	// it as written without calling FromStorage.
 	ToStorage func(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
 	// Generation says metadata.generation is maintained (set to 1 on create, incremented on
 	// every change outside metadata and status), as for custom resources and kinds with a
@@ -101,6 +103,16 @@ type Subresource struct {
 type FieldChecker interface {
 	// UnknownFields returns one error per unknown or duplicate field, with its path.
 	UnknownFields(data []byte) []error
+}
+
+// UnknownFieldPruner is implemented by strategies that can find the unknown fields of a body
+// already decoded (custom resources): the create and update handlers then decode a body
+// once instead of twice.
+type UnknownFieldPruner interface {
+	// PruneUnknownFields drops the unknown fields of obj, a decoded request body, and returns
+	// one error per field dropped, with its path, as FieldChecker.UnknownFields would for the
+	// body. Dropping them early changes nothing the strategy would not drop anyway.
+	PruneUnknownFields(obj map[string]any) []error
 }
 
 // Scale locates the fields the scale subresource reads and writes.

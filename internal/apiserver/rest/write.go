@@ -75,6 +75,12 @@ func (c *call) checkFields(o writeOptions, data []byte) error {
 	if decodeErr != nil {
 		return apierrors.NewBadRequest(decodeErr.Error())
 	}
+	return c.applyFieldValidation(o, errs)
+}
+
+// applyFieldValidation fails the request with the unknown or duplicate fields errs under
+// Strict and adds them as Warning headers under Warn.
+func (c *call) applyFieldValidation(o writeOptions, errs []error) error {
 	if len(errs) == 0 || o.fieldValidation == "Ignore" {
 		return nil
 	}
@@ -129,14 +135,27 @@ func (c *call) readObjectBody(o writeOptions) (*unstructured.Unstructured, error
 	if err := c.checkTypeMeta(obj); err != nil {
 		return nil, err
 	}
-	// A protobuf body decoded into its Go type: it cannot carry unknown or duplicate fields.
-	if !isProtobuf(c.r.Header.Get("Content-Type")) {
+	// The audit request object is the body as sent, even when unknown fields are pruned
+	// from obj below.
+	var audited map[string]any
+	a := request.AuditFrom(c.ctx)
+	if a != nil && a.WantRequest {
+		audited = obj.DeepCopy().Object
+	}
+	if p, ok := c.kind.StrategyOrDefault().(registry.UnknownFieldPruner); ok {
+		// Custom resources: the unknown fields of the decoded body, without decoding it again
+		// (the strategy would prune them anyway).
+		if err := c.applyFieldValidation(o, p.PruneUnknownFields(obj.Object)); err != nil {
+			return nil, err
+		}
+	} else if !isProtobuf(c.r.Header.Get("Content-Type")) {
+		// A protobuf body decoded into its Go type: it cannot carry unknown or duplicate fields.
 		if err := c.checkFields(o, data); err != nil {
 			return nil, err
 		}
 	}
-	if a := request.AuditFrom(c.ctx); a != nil && a.WantRequest {
-		a.SetRequestObject(obj.DeepCopy().Object)
+	if audited != nil {
+		a.SetRequestObject(audited)
 	}
 	return obj, nil
 }
@@ -272,7 +291,9 @@ func (c *call) createObject(obj *unstructured.Unstructured, o writeOptions) (*un
 	}
 	for attempt := 0; ; attempt++ {
 		created, err := c.h.store.Create(c.ctx, c.kind.Key(stored.GetNamespace(), stored.GetName()), stored)
-		if err == nil {
+		if err == nil && stored != obj {
+			// Converted for storage: back to the request's version. Otherwise the object is
+			// already what FromStorage would return (see registry.Kind.ToStorage).
 			created, err = c.fromStorage1(created)
 		}
 		if err != nil && generated && attempt < 4 && errors.Is(err, storage.ErrAlreadyExists) {
