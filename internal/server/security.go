@@ -7,10 +7,13 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"kubeos.dev/kube/internal/admission"
+	"kubeos.dev/kube/internal/apiserver/request"
 	"kubeos.dev/kube/internal/audit"
 	"kubeos.dev/kube/internal/encryption"
+	platformv1alpha1 "kubeos.dev/kube/internal/platform/v1alpha1"
 	"kubeos.dev/kube/internal/storage"
 )
 
@@ -77,6 +80,7 @@ func (s *Server) newSecurity() (*security, error) {
 		if sec.audit, err = audit.NewLog(p, audit.LogOptions{Path: o.AuditLogPath, MaxSizeMB: o.AuditLogMaxSize, MaxBackups: o.AuditLogMaxBackup, MaxAgeDays: o.AuditLogMaxAge}); err != nil {
 			return nil, err
 		}
+		sec.audit.Annotate = annotateLifecycle
 	}
 	var cert *tls.Certificate
 	if o.AdmissionClientCertFile != "" {
@@ -141,4 +145,31 @@ func (p paramGetter) GetParam(ctx context.Context, apiVersion, kind, namespace, 
 		return obj.Object, nil
 	}
 	return nil, fmt.Errorf("paramKind %s %s is not served", apiVersion, kind)
+}
+
+// Audit annotations on requests about the lifecycle engine's kinds.
+const (
+	AuditOperatorAnnotation = "lifecycle.kubeos.dev/operator"
+	AuditPhaseAnnotation    = "lifecycle.kubeos.dev/phase"
+)
+
+// annotateLifecycle adds to the audit events of requests about objects of the lifecycle
+// engine's kinds (group kubeos.dev) the acting operator (the user the request acts as: the
+// engine's own identity for its writes) and the object's lifecycle phase as the request
+// left it.
+func annotateLifecycle(ctx context.Context, ev *auditv1.Event) {
+	if ev.ObjectRef == nil || ev.ObjectRef.APIGroup != platformv1alpha1.Group {
+		return
+	}
+	if ev.Annotations == nil {
+		ev.Annotations = map[string]string{}
+	}
+	operator := ev.User.Username
+	if ev.ImpersonatedUser != nil {
+		operator = ev.ImpersonatedUser.Username
+	}
+	ev.Annotations[AuditOperatorAnnotation] = operator
+	if phase := request.AuditFrom(ctx).Phase(); phase != "" {
+		ev.Annotations[AuditPhaseAnnotation] = phase
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -17,8 +18,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"kubeos.dev/kube/internal/cli"
+	"kubeos.dev/kube/internal/server"
 )
 
 // TestLifecycle is the "Done when", in order: each step builds on the last.
@@ -42,6 +45,41 @@ spec:
 		out := k.ok(t, "get", "tenants")
 		if !strings.Contains(out, "PHASE") || !strings.Contains(out, "Active") {
 			t.Fatalf("printer columns: %s", out)
+		}
+	})
+
+	t.Run("audit events carry the acting operator and the lifecycle phase", func(t *testing.T) {
+		// The engine's status write that made the Tenant Active is audited with the engine as
+		// the operator and the phase the write left; the user's create with the user.
+		engine := server.ControllerUser("lifecycle")
+		var sawEngine, sawUser bool
+		deadline := time.Now().Add(10 * time.Second)
+		for !(sawEngine && sawUser) && time.Now().Before(deadline) {
+			data, err := os.ReadFile(auditLog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+				var ev auditv1.Event
+				if json.Unmarshal([]byte(line), &ev) != nil || ev.Stage != auditv1.StageResponseComplete || ev.ObjectRef == nil ||
+					ev.ObjectRef.Resource != "tenants" || ev.ObjectRef.Name != "acme" {
+					continue
+				}
+				op, phase := ev.Annotations[server.AuditOperatorAnnotation], ev.Annotations[server.AuditPhaseAnnotation]
+				if op == engine && ev.ObjectRef.Subresource == "status" && phase == "Active" {
+					if ev.ObjectRef.UID == "" {
+						t.Fatalf("audit event of a status write without the object's UID: %s", line)
+					}
+					sawEngine = true
+				}
+				if op == "kube-admin" && ev.Verb != "" {
+					sawUser = true
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !sawEngine || !sawUser {
+			t.Fatalf("audit log lacks the engine's Active status write (%v) or the admin's request (%v) with operator/phase annotations", sawEngine, sawUser)
 		}
 	})
 

@@ -31,6 +31,7 @@ var (
 	srv       *servertest.Server
 	serverLog lockedBuffer
 	redisAddr string
+	auditLog  string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -48,8 +49,15 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer stop()
+	auditLog = filepath.Join(dir, "audit.log")
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: kubeos.dev}]\n- level: None\n"), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "lifecycle:", err)
+		return 1
+	}
 	srv, err = servertest.StartWith(filepath.Join(dir, "kube"), &serverLog, func(o *server.Options) {
 		o.EventBus, o.RedisAddr = "redis", redisAddr
+		o.AuditPolicyFile, o.AuditLogPath = policy, auditLog
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lifecycle: start server: %v\n%s", err, serverLog.String())

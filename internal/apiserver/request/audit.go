@@ -24,6 +24,7 @@ type Audit struct {
 	responseObject any
 	annotations    map[string]string
 	impersonated   *User
+	phase          string
 }
 
 type auditKey struct{}
@@ -99,6 +100,26 @@ func (a *Audit) Objects() (req, resp any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.requestObject, a.responseObject
+}
+
+// SetPhase records the lifecycle phase (status.phase) of the object the request returned.
+func (a *Audit) SetPhase(phase string) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.phase = phase
+}
+
+// Phase is the phase SetPhase recorded.
+func (a *Audit) Phase() string {
+	if a == nil {
+		return ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.phase
 }
 
 // AddAnnotation adds an annotation to the request's audit events; the first value of a key

@@ -58,6 +58,9 @@ func (c *call) writeObject(code int, obj *unstructured.Unstructured, out output)
 	if a := request.AuditFrom(c.ctx); a != nil {
 		a.SetObject(obj.GetName(), obj.GetNamespace(), string(obj.GetUID()), obj.GetResourceVersion())
 		a.SetResponseObject(obj.Object)
+		if phase, ok, _ := unstructured.NestedString(obj.Object, "status", "phase"); ok {
+			a.SetPhase(phase)
+		}
 	}
 	switch out {
 	case outTable:
