@@ -26,6 +26,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"kubeos.dev/kube/internal/cli"
+	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
 )
 
@@ -43,7 +44,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if srv, err = servertest.Start(dir, &serverLog); err != nil {
+	// A static token for TestStaticToken (--token-auth-file, upstream's CSV format).
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(staticToken+",carol,carol-uid,\"devs,ops\"\n"), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "security:", err)
+		return 1
+	}
+	if srv, err = servertest.StartWith(dir, &serverLog, func(o *server.Options) { o.TokenAuthFile = tokens }); err != nil {
 		fmt.Fprintf(os.Stderr, "security: start server: %v\n%s", err, serverLog.String())
 		return 1
 	}
