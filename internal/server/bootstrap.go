@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	crdcontroller "kubeos.dev/kube/internal/controllers/crd"
+	"kubeos.dev/kube/internal/controllers/leader"
 )
 
 // SystemNamespaces exist from the first start.
@@ -62,15 +64,31 @@ func (s *Server) startCRDController(ctx context.Context, wg *sync.WaitGroup) err
 	if err != nil {
 		return err
 	}
-	cc, err := crdcontroller.New(crdcontroller.Options{Config: cfg, Registry: s.Registry, Caches: s.caches, Log: s.opts.Log.With("controller", "crd")})
+	// Every server registers the CRDs' kinds; the status work runs only on the holder of the
+	// kube-system/kube-crd-controller Lease.
+	var leading atomic.Bool
+	log := s.opts.Log.With("controller", "crd")
+	cc, err := crdcontroller.New(crdcontroller.Options{Config: cfg, Registry: s.Registry, Caches: s.caches, Log: log, Leading: leading.Load})
 	if err != nil {
 		return err
 	}
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		if err := cc.Start(ctx); err != nil && ctx.Err() == nil {
-			s.opts.Log.Error("crd controller stopped", "err", err)
+			log.Error("crd controller stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		err := leader.RunWithOptions(ctx, cfg, leader.Options{Name: "kube-crd-controller", Identity: s.leaderIdentity(), Log: log}, func(lctx context.Context) {
+			leading.Store(true)
+			cc.Resync()
+			<-lctx.Done()
+			leading.Store(false)
+		})
+		if err != nil && ctx.Err() == nil {
+			log.Error("crd controller leader election", "err", err)
 		}
 	}()
 	return nil

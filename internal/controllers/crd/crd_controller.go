@@ -11,6 +11,7 @@ import (
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apiextinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
 	apiextlisters "k8s.io/apiextensions-apiserver/pkg/client/listers/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -39,6 +40,10 @@ type Options struct {
 	Compile compiler.Options
 	// Workers is how many CRDs are reconciled in parallel. Default 8.
 	Workers int
+	// Leading, when set, says whether this server holds the CRD controller's Lease. Every
+	// server registers the Kinds of the CRDs it sees; only the leader writes CRD status,
+	// deletes the resources of deleted CRDs and migrates storage versions. nil: always.
+	Leading func() bool
 	Log     *slog.Logger
 }
 
@@ -164,6 +169,20 @@ func (c *Controller) enqueueGroup(group, except string) {
 		}
 	}
 }
+
+// Resync queues every CRD again: a server that has just become leader catches up with the
+// status work its predecessor may have left.
+func (c *Controller) Resync() {
+	crds, err := c.lister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, crd := range crds {
+		c.queue.Add(crd.Name)
+	}
+}
+
+func (c *Controller) leading() bool { return c.o.Leading == nil || c.o.Leading() }
 
 // Start runs the controller until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {

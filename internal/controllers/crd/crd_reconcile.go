@@ -48,6 +48,9 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		c.unregister(name, false)
 	}
 	c.mu.Unlock()
+	if !c.leading() {
+		return 0, nil
+	}
 	next := crd.DeepCopy()
 	if conflict == "" {
 		next.Status.AcceptedNames = crd.Spec.Names
@@ -188,6 +191,13 @@ func (c *Controller) finalize(ctx context.Context, crd *apiextensionsv1.CustomRe
 		return 0, nil
 	}
 	remaining := 0
+	if !c.leading() {
+		// The leader deletes the resources; this server serves the CRD as terminating.
+		if isTrue(crd, apiextensionsv1.NamesAccepted) {
+			c.locked(func() { c.register(crd, true) })
+		}
+		return 0, nil
+	}
 	if isTrue(crd, apiextensionsv1.NamesAccepted) {
 		c.locked(func() { c.register(crd, true) })
 		var err error
