@@ -91,5 +91,13 @@ func (s *Server) startCRDController(ctx context.Context, wg *sync.WaitGroup) err
 			log.Error("crd controller leader election", "err", err)
 		}
 	}()
+	// Ready only once the existing CRDs are served.
+	select {
+	case <-cc.Registered():
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("the CRD controller did not register the existing CRDs within 30 s")
+	}
 	return nil
 }

@@ -50,15 +50,17 @@ type Options struct {
 // Controller registers CRDs, maintains their status, deletes the content of deleted ones
 // and migrates their objects to the storage version.
 type Controller struct {
-	o        Options
-	client   apiextclient.Interface
-	dynamic  dynamic.Interface
-	factory  apiextinformers.SharedInformerFactory
-	lister   apiextlisters.CustomResourceDefinitionLister
-	indexer  cache.Indexer
-	synced   cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
-	builtins map[schema.GroupResource]*registry.Kind
+	o       Options
+	client  apiextclient.Interface
+	dynamic dynamic.Interface
+	factory apiextinformers.SharedInformerFactory
+	lister  apiextlisters.CustomResourceDefinitionLister
+	indexer cache.Indexer
+	synced  cache.InformerSynced
+	// registered is closed once every CRD present at start is registered (served).
+	registered chan struct{}
+	queue      workqueue.TypedRateLimitingInterface[string]
+	builtins   map[schema.GroupResource]*registry.Kind
 
 	// mu guards served and makes "check the names, then register" one step, so that two
 	// workers never accept the same name for two CRDs of a group. It is never held across
@@ -122,6 +124,7 @@ func New(o Options) (*Controller, error) {
 	c.lister = inf.Lister()
 	c.indexer = inf.Informer().GetIndexer()
 	c.synced = inf.Informer().HasSynced
+	c.registered = make(chan struct{})
 	enqueue := func(obj any) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
@@ -170,6 +173,9 @@ func (c *Controller) enqueueGroup(group, except string) {
 	}
 }
 
+// Registered is closed once the CRDs that existed when the controller started are served.
+func (c *Controller) Registered() <-chan struct{} { return c.registered }
+
 // Resync queues every CRD again: a server that has just become leader catches up with the
 // status work its predecessor may have left.
 func (c *Controller) Resync() {
@@ -192,6 +198,21 @@ func (c *Controller) Start(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
 		return fmt.Errorf("CRD informer did not sync")
 	}
+	// Serve every existing CRD before the server reports ready (kube-apiserver's
+	// crd-informer-synced readiness): a client that cached discovery must not get 404s
+	// after a restart.
+	if crds, err := c.lister.List(labels.Everything()); err == nil {
+		for _, crd := range crds {
+			if crd.DeletionTimestamp == nil {
+				c.mu.Lock()
+				if c.nameConflict(crd) == "" {
+					c.register(crd, false)
+				}
+				c.mu.Unlock()
+			}
+		}
+	}
+	close(c.registered)
 	go func() {
 		<-ctx.Done()
 		c.queue.ShutDown()
