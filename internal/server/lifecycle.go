@@ -106,6 +106,7 @@ func (s *Server) newLifecycle(inner platformAuthorizer) (*lifecycleState, error)
 	if err != nil {
 		return nil, err
 	}
+	cfg.Wrap(lifecycle.TraceTransport) // reconciles' requests carry their trace id into the audit log
 	direct, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err

@@ -108,6 +108,9 @@ func (r *reconciler[O]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	}
 	p := &pass[O]{r: r, req: req, obj: obj, trace: eventbus.NewTraceID(),
 		ref: Ref{Kind: r.o.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+	// The pass's writes carry its trace id to the API (and its audit log) when the client's
+	// transport is wrapped with TraceTransport.
+	ctx = WithTraceID(ctx, p.trace)
 	if obj.GetDeletionTimestamp() != nil {
 		return p.finalize(ctx)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
+	"kubeos.dev/kube/internal/apiserver/filters"
 	"kubeos.dev/kube/internal/cli"
 	"kubeos.dev/kube/internal/server"
 )
@@ -81,6 +82,40 @@ spec:
 		if !sawEngine || !sawUser {
 			t.Fatalf("audit log lacks the engine's Active status write (%v) or the admin's request (%v) with operator/phase annotations", sawEngine, sawUser)
 		}
+	})
+
+	t.Run("a reconcile's trace id is on the bus and in the audit log of its writes", func(t *testing.T) {
+		// The engine's status write that moved the Tenant to a new phase is audited with the
+		// trace id of the phase_changed event the same reconcile published.
+		eventually(t, 10*time.Second, func() error {
+			traces := map[string]bool{}
+			for _, e := range busEvents(t) {
+				if e["event_type"] == "phase_changed" && e["kind"] == "Tenant" && e["name"] == "acme" {
+					traces[fmt.Sprint(e["trace_id"])] = true
+				}
+			}
+			if len(traces) == 0 {
+				return fmt.Errorf("no phase_changed event for Tenant acme on the bus")
+			}
+			data, err := os.ReadFile(auditLog)
+			if err != nil {
+				return err
+			}
+			var seen []string
+			for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+				var ev auditv1.Event
+				if json.Unmarshal([]byte(line), &ev) != nil || ev.Stage != auditv1.StageResponseComplete || ev.ObjectRef == nil ||
+					ev.ObjectRef.Resource != "tenants" || ev.ObjectRef.Name != "acme" || ev.ObjectRef.Subresource != "status" {
+					continue
+				}
+				id := ev.Annotations[filters.TraceIDAnnotation]
+				if traces[id] {
+					return nil
+				}
+				seen = append(seen, id)
+			}
+			return fmt.Errorf("no audited status write of Tenant acme carries a phase_changed trace id %v (status writes carry %q)", traces, seen)
+		})
 	})
 
 	t.Run("invalid environment name is 422", func(t *testing.T) {

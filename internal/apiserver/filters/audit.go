@@ -21,6 +21,16 @@ import (
 	"kubeos.dev/kube/internal/audit"
 )
 
+// TraceIDHeader is the header in which the lifecycle engine (pkg/lifecycle.TraceHeader)
+// sends the trace id of the reconcile making a request; the audit log records it in the
+// TraceIDAnnotation of the request's events, linking them to the events on the bus.
+const (
+	TraceIDHeader     = "X-Kube-Trace-Id"
+	TraceIDAnnotation = "lifecycle.kubeos.dev/trace-id"
+	// maxTraceIDLen bounds what a client can write into the audit log through the header.
+	maxTraceIDLen = 128
+)
+
 // withAudit logs each request the policy selects: RequestReceived when it arrives,
 // ResponseStarted when a watch's headers go out, ResponseComplete when it ends, Panic when
 // the handler panics. It runs after authentication, so events carry the user.
@@ -39,6 +49,9 @@ func withAudit(h http.Handler, log *audit.Log) http.Handler {
 		ac := &request.Audit{
 			WantRequest:  d.Level == auditv1.LevelRequest || d.Level == auditv1.LevelRequestResponse,
 			WantResponse: d.Level == auditv1.LevelRequestResponse,
+		}
+		if id := r.Header.Get(TraceIDHeader); id != "" && len(id) <= maxTraceIDLen {
+			ac.AddAnnotation(TraceIDAnnotation, id)
 		}
 		ctx := request.WithAudit(r.Context(), ac)
 		id := r.Header.Get(auditv1.HeaderAuditID)
