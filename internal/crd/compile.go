@@ -21,11 +21,11 @@ type Options struct {
 }
 
 // Compile returns one Kind per served version of crd. crd must not be changed afterwards
-// (the Kinds keep it). Terminating: the Kinds refuse create, as upstream does while a CRD's
+// (the Kinds keep it and decode a version's schema on its first request). Terminating: the Kinds refuse create, as upstream does while a CRD's
 // custom resources are being deleted.
-func Compile(crd *apiextensionsv1.CustomResourceDefinition, o Options, terminating bool) []*registry.Kind {
+func Compile(crd *Stripped, o Options, terminating bool) []*registry.Kind {
 	c := &compiled{crd: crd, opts: o}
-	storage := StorageVersion(crd)
+	storage := StorageVersion(crd.CustomResourceDefinition)
 	names := crd.Spec.Names
 	listKind := names.ListKind
 	if listKind == "" {
@@ -87,7 +87,7 @@ func StorageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 
 // compiled is what the versions of one CRD share.
 type compiled struct {
-	crd  *apiextensionsv1.CustomResourceDefinition
+	crd  *Stripped
 	opts Options
 
 	convOnce sync.Once
@@ -95,7 +95,7 @@ type compiled struct {
 }
 
 func (c *compiled) converter() converter {
-	c.convOnce.Do(func() { c.conv = newConverter(c.crd, c.opts) })
+	c.convOnce.Do(func() { c.conv = newConverter(c.crd.CustomResourceDefinition, c.opts) })
 	return c.conv
 }
 
@@ -141,7 +141,7 @@ func (vs *version) toStorage(ctx context.Context, obj *unstructured.Unstructured
 	if s := vs.compiled(); s != nil {
 		s.defaultAndPrune(obj)
 	}
-	target := vs.c.crd.Spec.Group + "/" + StorageVersion(vs.c.crd)
+	target := vs.c.crd.Spec.Group + "/" + StorageVersion(vs.c.crd.CustomResourceDefinition)
 	out, err := vs.c.converter().convert(ctx, []*unstructured.Unstructured{obj}, target)
 	if err != nil {
 		return nil, err

@@ -23,7 +23,14 @@ func compileWidget(t *testing.T) []*version {
 	if err := json.Unmarshal([]byte(widgetCRD), crd); err != nil {
 		t.Fatal(err)
 	}
-	kinds := Compile(crd, Options{}, false)
+	stripped, err := Strip(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if crd.Spec.Versions[0].Schema != nil {
+		t.Fatal("Strip kept the decoded schema")
+	}
+	kinds := Compile(stripped, Options{}, false)
 	if len(kinds) != 1 || kinds[0].Version != "v1" || kinds[0].Kind != "Widget" || !kinds[0].Namespaced || !kinds[0].Generation {
 		t.Fatalf("kinds: %+v", kinds)
 	}

@@ -46,12 +46,16 @@ func (vs *version) compiled() *schemaSet {
 	return vs.schema
 }
 
-func compileSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion) (*schemaSet, error) {
-	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+func compileSchema(crd *Stripped, v *apiextensionsv1.CustomResourceDefinitionVersion) (*schemaSet, error) {
+	validation, err := crd.Schema(v.Name)
+	if err != nil {
+		return nil, err
+	}
+	if validation == nil || validation.OpenAPIV3Schema == nil {
 		return nil, fmt.Errorf("version %s has no schema", v.Name)
 	}
 	internal := &apiextensions.CustomResourceValidation{}
-	if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(v.Schema, internal, nil); err != nil {
+	if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(validation, internal, nil); err != nil {
 		return nil, fmt.Errorf("converting the schema of %s: %w", v.Name, err)
 	}
 	s, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)

@@ -10,8 +10,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apiextinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
-	apiextlisters "k8s.io/apiextensions-apiserver/pkg/client/listers/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -54,7 +52,7 @@ type Controller struct {
 	client  apiextclient.Interface
 	dynamic dynamic.Interface
 	factory apiextinformers.SharedInformerFactory
-	lister  apiextlisters.CustomResourceDefinitionLister
+	// indexer holds the CRDs stripped (compiler.Stripped): never write one back.
 	indexer cache.Indexer
 	synced  cache.InformerSynced
 	// registered is closed once every CRD present at start is registered (served).
@@ -111,17 +109,21 @@ func New(o Options) (*Controller, error) {
 		c.builtins[schema.GroupResource{Group: k.Group, Resource: k.Resource}] = k
 	}
 	inf := c.factory.Apiextensions().V1().CustomResourceDefinitions()
+	// The informer keeps each CRD stripped: the schemas stay JSON until a custom resource of
+	// the version is served (the Kinds decode them then), so an idle CRD is cheap.
+	if err := inf.Informer().SetTransform(compiler.StripTransform); err != nil {
+		return nil, err
+	}
 	// By group: name checks and re-queues look at one group's CRDs, not at all of them
 	// (O(n) per event would make n CRDs cost O(n²)).
 	if err := inf.Informer().AddIndexers(cache.Indexers{byGroup: func(obj any) ([]string, error) {
-		if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
+		if crd, ok := obj.(*compiler.Stripped); ok {
 			return []string{crd.Spec.Group}, nil
 		}
 		return nil, nil
 	}}); err != nil {
 		return nil, err
 	}
-	c.lister = inf.Lister()
 	c.indexer = inf.Informer().GetIndexer()
 	c.synced = inf.Informer().HasSynced
 	c.registered = make(chan struct{})
@@ -129,7 +131,7 @@ func New(o Options) (*Controller, error) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
 		}
-		if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
+		if crd, ok := obj.(*compiler.Stripped); ok {
 			c.queue.Add(crd.Name)
 			// Names freed or taken by one CRD can change the acceptance of others in the
 			// group.
@@ -150,14 +152,31 @@ func New(o Options) (*Controller, error) {
 const byGroup = "group"
 
 // groupCRDs returns the CRDs of one group.
-func (c *Controller) groupCRDs(group string) []*apiextensionsv1.CustomResourceDefinition {
+func (c *Controller) groupCRDs(group string) []*compiler.Stripped {
 	objs, err := c.indexer.ByIndex(byGroup, group)
 	if err != nil {
 		return nil
 	}
-	out := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(objs))
+	return stripped(objs)
+}
+
+// list returns every CRD the informer holds.
+func (c *Controller) list() []*compiler.Stripped { return stripped(c.indexer.List()) }
+
+// get returns the CRD named name; false if the informer has none.
+func (c *Controller) get(name string) (*compiler.Stripped, bool) {
+	o, ok, err := c.indexer.GetByKey(name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	crd, ok := o.(*compiler.Stripped)
+	return crd, ok
+}
+
+func stripped(objs []any) []*compiler.Stripped {
+	out := make([]*compiler.Stripped, 0, len(objs))
 	for _, o := range objs {
-		if crd, ok := o.(*apiextensionsv1.CustomResourceDefinition); ok {
+		if crd, ok := o.(*compiler.Stripped); ok {
 			out = append(out, crd)
 		}
 	}
@@ -167,7 +186,7 @@ func (c *Controller) groupCRDs(group string) []*apiextensionsv1.CustomResourceDe
 // enqueueGroup queues the CRDs of group that have not accepted their names yet.
 func (c *Controller) enqueueGroup(group, except string) {
 	for _, crd := range c.groupCRDs(group) {
-		if crd.Name != except && !isTrue(crd, apiextensionsv1.NamesAccepted) {
+		if crd.Name != except && !isTrue(crd.CustomResourceDefinition, apiextensionsv1.NamesAccepted) {
 			c.queue.Add(crd.Name)
 		}
 	}
@@ -179,11 +198,7 @@ func (c *Controller) Registered() <-chan struct{} { return c.registered }
 // Resync queues every CRD again: a server that has just become leader catches up with the
 // status work its predecessor may have left.
 func (c *Controller) Resync() {
-	crds, err := c.lister.List(labels.Everything())
-	if err != nil {
-		return
-	}
-	for _, crd := range crds {
+	for _, crd := range c.list() {
 		c.queue.Add(crd.Name)
 	}
 }
@@ -201,15 +216,13 @@ func (c *Controller) Start(ctx context.Context) error {
 	// Serve every existing CRD before the server reports ready (kube-apiserver's
 	// crd-informer-synced readiness): a client that cached discovery must not get 404s
 	// after a restart.
-	if crds, err := c.lister.List(labels.Everything()); err == nil {
-		for _, crd := range crds {
-			if crd.DeletionTimestamp == nil {
-				c.mu.Lock()
-				if c.nameConflict(crd) == "" {
-					c.register(crd, false)
-				}
-				c.mu.Unlock()
+	for _, crd := range c.list() {
+		if crd.DeletionTimestamp == nil {
+			c.mu.Lock()
+			if c.nameConflict(crd) == "" {
+				c.register(crd, false)
 			}
+			c.mu.Unlock()
 		}
 	}
 	close(c.registered)

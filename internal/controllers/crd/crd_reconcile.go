@@ -29,13 +29,10 @@ const cleanupRetry = time.Second
 // reconcile brings one CRD's registration and status up to date; a positive duration asks
 // to be called again after it.
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
-	crd, err := c.lister.Get(name)
-	if apierrors.IsNotFound(err) {
+	crd, ok := c.get(name)
+	if !ok {
 		c.locked(func() { c.unregister(name, true) })
 		return 0, nil
-	}
-	if err != nil {
-		return 0, err
 	}
 	if crd.DeletionTimestamp != nil {
 		return c.finalize(ctx, crd)
@@ -51,6 +48,8 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	if !c.leading() {
 		return 0, nil
 	}
+	// A status write takes only the status from the body (the server keeps the stored spec
+	// and metadata), so the stripped copy is a valid body.
 	next := crd.DeepCopy()
 	if conflict == "" {
 		next.Status.AcceptedNames = crd.Spec.Names
@@ -70,7 +69,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		}
 	}
 	if conflict == "" {
-		if err := c.migrate(ctx, crd); err != nil {
+		if err := c.migrate(ctx, crd.CustomResourceDefinition); err != nil {
 			return 0, fmt.Errorf("storage version migration: %w", err)
 		}
 	}
@@ -86,7 +85,7 @@ func (c *Controller) locked(f func()) {
 
 // nameConflict says which of crd's names another CRD of its group, or a built-in resource,
 // already has ("" if none), with upstream's message. Called with c.mu held.
-func (c *Controller) nameConflict(crd *apiextensionsv1.CustomResourceDefinition) string {
+func (c *Controller) nameConflict(crd *compiler.Stripped) string {
 	names := crd.Spec.Names
 	taken := func(n apiextensionsv1.CustomResourceDefinitionNames) string {
 		used := map[string]bool{n.Plural: true, n.Singular: true}
@@ -134,7 +133,7 @@ func (c *Controller) nameConflict(crd *apiextensionsv1.CustomResourceDefinition)
 
 // register puts crd's Kinds into the registry unless this generation is there already.
 // Called with c.mu held.
-func (c *Controller) register(crd *apiextensionsv1.CustomResourceDefinition, terminating bool) {
+func (c *Controller) register(crd *compiler.Stripped, terminating bool) {
 	if s, ok := c.served[crd.Name]; ok && s.uid == string(crd.UID) && s.generation == crd.Generation && s.terminating == terminating {
 		return
 	}
@@ -185,23 +184,23 @@ func (c *Controller) removeKinds(s *servedCRD, stopCache bool) {
 
 // finalize deletes the custom resources of a deleted CRD, then drops its Kinds and removes
 // the cleanup finalizer so that the CRD goes.
-func (c *Controller) finalize(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) (time.Duration, error) {
-	if !apihelpers.CRDHasFinalizer(crd, registry.CRDCleanupFinalizer) {
+func (c *Controller) finalize(ctx context.Context, crd *compiler.Stripped) (time.Duration, error) {
+	if !apihelpers.CRDHasFinalizer(crd.CustomResourceDefinition, registry.CRDCleanupFinalizer) {
 		c.locked(func() { c.unregister(crd.Name, true) })
 		return 0, nil
 	}
 	remaining := 0
 	if !c.leading() {
 		// The leader deletes the resources; this server serves the CRD as terminating.
-		if isTrue(crd, apiextensionsv1.NamesAccepted) {
+		if isTrue(crd.CustomResourceDefinition, apiextensionsv1.NamesAccepted) {
 			c.locked(func() { c.register(crd, true) })
 		}
 		return 0, nil
 	}
-	if isTrue(crd, apiextensionsv1.NamesAccepted) {
+	if isTrue(crd.CustomResourceDefinition, apiextensionsv1.NamesAccepted) {
 		c.locked(func() { c.register(crd, true) })
 		var err error
-		if remaining, err = c.deleteInstances(ctx, crd); err != nil {
+		if remaining, err = c.deleteInstances(ctx, crd.CustomResourceDefinition); err != nil {
 			return 0, err
 		}
 	}
@@ -213,8 +212,7 @@ func (c *Controller) finalize(ctx context.Context, crd *apiextensionsv1.CustomRe
 	apihelpers.SetCRDCondition(next, apiextensionsv1.CustomResourceDefinitionCondition{
 		Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue, Reason: "InstanceDeletionInProgress", Message: msg})
 	if !reflect.DeepEqual(next.Status, crd.Status) {
-		var err error
-		if next, err = c.client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
 			return 0, fmt.Errorf("update status: %w", err)
 		}
 	}
@@ -222,11 +220,32 @@ func (c *Controller) finalize(ctx context.Context, crd *apiextensionsv1.CustomRe
 		return cleanupRetry, nil
 	}
 	c.locked(func() { c.unregister(crd.Name, true) })
-	apihelpers.CRDRemoveFinalizer(next, registry.CRDCleanupFinalizer)
-	if _, err := c.client.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := c.removeFinalizer(ctx, crd.CustomResourceDefinition); err != nil {
 		return 0, fmt.Errorf("remove finalizer: %w", err)
 	}
 	return 0, nil
+}
+
+// removeFinalizer removes the cleanup finalizer from the stored CRD. The informer's copy is
+// stripped, so the update is made to the object read from the server.
+func (c *Controller) removeFinalizer(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+	crds := c.client.ApiextensionsV1().CustomResourceDefinitions()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cur.UID != crd.UID || !apihelpers.CRDHasFinalizer(cur, registry.CRDCleanupFinalizer) {
+			return nil // another CRD of the same name, or done already
+		}
+		apihelpers.CRDRemoveFinalizer(cur, registry.CRDCleanupFinalizer)
+		_, err = crds.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // servedGVR is a served version's resource (the storage version if it is served).
