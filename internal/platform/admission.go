@@ -219,7 +219,8 @@ func secretAllowed(policies []v1alpha1.SecretPolicy, kind, secret string) bool {
 
 // Authorizer enforces AccessPolicies after the inner authorizer allowed a request: a
 // subject of a policy asking for anything in a namespace of the policy's tenant whose
-// environment is not in allowedEnvs is refused, with the reason.
+// environment is not in allowedEnvs, or not through one of the policy's via (impersonator
+// or user agent), is refused, with the reason.
 type Authorizer struct {
 	Inner interface {
 		Authorize(ctx context.Context, u *request.User, info *request.Info) (bool, string)
@@ -240,15 +241,20 @@ func (z *Authorizer) Authorize(ctx context.Context, u *request.User, info *reque
 	if p == nil {
 		return ok, reason
 	}
-	if deny := AccessDenied(ctx, *p, u, info.Namespace); deny != "" {
+	if deny := AccessDenied(ctx, *p, u, info); deny != "" {
 		return false, deny
 	}
 	return ok, reason
 }
 
-// AccessDenied returns why u may not act in namespace, or "" when no AccessPolicy stands in
-// the way.
-func AccessDenied(ctx context.Context, r client.Reader, u *request.User, namespace string) string {
+// AccessDenied returns why u may not make the request info describes (in info.Namespace),
+// or "" when no AccessPolicy stands in the way. A policy of the namespace's tenant that
+// names u among its subjects refuses an environment outside allowedEnvs and, when it lists
+// via, a request that comes neither through one of those identities (the impersonator) nor
+// with a user agent one of them begins (the product token, "kube-deploy" for
+// "kube-deploy/1.2 (linux/amd64)").
+func AccessDenied(ctx context.Context, r client.Reader, u *request.User, info *request.Info) string {
+	namespace := info.Namespace
 	var ns corev1.Namespace
 	if err := r.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
 		return ""
@@ -262,13 +268,36 @@ func AccessDenied(ctx context.Context, r client.Reader, u *request.User, namespa
 		return ""
 	}
 	for _, p := range policies.Items {
-		if p.Spec.Tenant != tenant || !subjectMatches(p.Spec.Subjects, u) || slices.Contains(p.Spec.AllowedEnvs, env) {
+		if p.Spec.Tenant != tenant || !subjectMatches(p.Spec.Subjects, u) {
 			continue
 		}
-		return fmt.Sprintf("AccessPolicy %s allows %s only in environments [%s] of tenant %s; namespace %s is environment %q",
-			p.Name, u.Name, strings.Join(p.Spec.AllowedEnvs, ", "), tenant, namespace, env)
+		if !slices.Contains(p.Spec.AllowedEnvs, env) {
+			return fmt.Sprintf("AccessPolicy %s allows %s only in environments [%s] of tenant %s; namespace %s is environment %q",
+				p.Name, u.Name, strings.Join(p.Spec.AllowedEnvs, ", "), tenant, namespace, env)
+		}
+		if len(p.Spec.Via) > 0 && !viaMatches(p.Spec.Via, info) {
+			came := fmt.Sprintf("user agent %q", info.UserAgent)
+			if info.Impersonator != "" {
+				came = fmt.Sprintf("impersonated by %s with %s", info.Impersonator, came)
+			}
+			return fmt.Sprintf("AccessPolicy %s allows %s in tenant %s only via [%s]; this request came with %s",
+				p.Name, u.Name, tenant, strings.Join(p.Spec.Via, ", "), came)
+		}
 	}
 	return ""
+}
+
+// viaMatches reports whether the request came through one of via: its impersonator, or a
+// user agent whose product token (before "/" or a space) is an entry.
+func viaMatches(via []string, info *request.Info) bool {
+	product, _, _ := strings.Cut(info.UserAgent, "/")
+	product, _, _ = strings.Cut(product, " ")
+	for _, v := range via {
+		if (info.Impersonator != "" && v == info.Impersonator) || (product != "" && v == product) {
+			return true
+		}
+	}
+	return false
 }
 
 func subjectMatches(subjects []v1alpha1.Subject, u *request.User) bool {

@@ -18,7 +18,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"kubeos.dev/kube/internal/apiserver/filters"
 	"kubeos.dev/kube/internal/cli"
@@ -160,6 +164,42 @@ spec: {tenant: acme, subjects: [{kind: User, name: alice}], allowedEnvs: [dev, s
 		k.fails(t, alice, "", `AccessPolicy alice-nonprod allows alice only in environments [dev, staging] of tenant acme; namespace acme-prod is environment "prod"`,
 			"get", "configmaps", "-n", "acme-prod")
 		k.fails(t, alice, "", "is forbidden", "create", "configmap", "x", "-n", "acme-prod")
+	})
+
+	t.Run("access policy via admits one user agent and refuses another", func(t *testing.T) {
+		k.apply(t, `apiVersion: kubeos.dev/v1alpha1
+kind: AccessPolicy
+metadata: {name: bob-deploy}
+spec: {tenant: acme, subjects: [{kind: User, name: bob}], allowedEnvs: [staging], via: [kube-deploy]}
+`)
+		defer k.ok(t, "delete", "accesspolicy", "bob-deploy") // the Tenant's teardown below waits for its dependents
+		k.waitFor(t, 30*time.Second, "{.status.phase}", "Active", "accesspolicy", "bob-deploy")
+		k.ok(t, "create", "rolebinding", "bob-admin", "--clusterrole=admin", "--user=bob", "-n", "acme-staging")
+		bob := filepath.Join(t.TempDir(), "bob.kubeconfig")
+		kube(t, "certs", "user", "bob", "--data-dir", srv.DataDir, "-o", bob)
+		list := func(agent string) error {
+			cfg, err := clientcmd.BuildConfigFromFlags("", bob)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.UserAgent = agent
+			cs, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err = cs.CoreV1().ConfigMaps("acme-staging").List(ctx, metav1.ListOptions{})
+			return err
+		}
+		eventually(t, 10*time.Second, func() error { return list("kube-deploy/1.0 (linux/amd64)") })
+		err := list("curl/8.5.0")
+		if !apierrors.IsForbidden(err) {
+			t.Fatalf("bob listing with another user agent: %v, want 403", err)
+		}
+		if want := `AccessPolicy bob-deploy allows bob in tenant acme only via [kube-deploy]; this request came with user agent "curl/8.5.0"`; !strings.Contains(err.Error(), want) {
+			t.Fatalf("403 %q does not give the reason %q", err, want)
+		}
 	})
 
 	t.Run("credential rotates", func(t *testing.T) {

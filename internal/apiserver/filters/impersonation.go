@@ -94,7 +94,13 @@ func withImpersonation(h http.Handler, a Authorizer) http.Handler {
 		} else {
 			as.Groups = append(as.Groups, "system:unauthenticated")
 		}
-		r = r.WithContext(request.WithUser(r.Context(), as))
+		ctx := request.WithUser(r.Context(), as)
+		if info, ok := request.InfoFrom(ctx); ok && info != nil {
+			via := *info
+			via.Impersonator = u.Name
+			ctx = request.WithInfo(ctx, &via)
+		}
+		r = r.WithContext(ctx)
 		for k := range r.Header {
 			if k == ImpersonateUserHeader || k == ImpersonateGroupHeader || k == ImpersonateUIDHeader || strings.HasPrefix(k, ImpersonateUserExtraPrefix) {
 				r.Header.Del(k)

@@ -24,6 +24,12 @@ type Info struct {
 	Subresource, Name    string
 	// Parts are the path segments after the namespace (or version for cluster paths).
 	Parts []string
+	// UserAgent is the request's User-Agent header: authorizers that constrain how a user
+	// calls (AccessPolicy via) read it here.
+	UserAgent string
+	// Impersonator is the authenticated user when the request impersonates another (the
+	// request's user is then the impersonated one), else "".
+	Impersonator string
 }
 
 // VerbUnknown is the verb of a resource request whose HTTP method maps to no Kubernetes verb.
@@ -52,7 +58,7 @@ func InfoFrom(ctx context.Context) (*Info, bool) {
 //	/apis/<group>/<version>/... likewise
 //	/api/v1/watch/... and /apis/<g>/<v>/watch/... (deprecated watch paths)
 func Parse(r *http.Request) *Info {
-	info := &Info{Path: r.URL.Path, Verb: strings.ToLower(r.Method)}
+	info := &Info{Path: r.URL.Path, Verb: strings.ToLower(r.Method), UserAgent: r.UserAgent()}
 	parts := splitPath(r.URL.Path)
 	if len(parts) < 1 || (parts[0] != "api" && parts[0] != "apis") || slices.Contains(parts, "") {
 		// An empty segment ("//") names nothing; the mux redirects such paths to their

@@ -107,8 +107,10 @@ type AccessPolicySpec struct {
 	Tenant      string    `json:"tenant"`
 	Subjects    []Subject `json:"subjects"`
 	AllowedEnvs []string  `json:"allowedEnvs"`
-	// Via names the identities the subjects may act through (impersonators, service
-	// accounts); empty means the subjects themselves only.
+	// Via, when set, admits the subjects' requests only when they come through one of
+	// these: the user impersonating them, or a client whose user agent's product token
+	// (what precedes the first "/", e.g. "kube-deploy" in "kube-deploy/1.2") is an entry.
+	// Empty: any way.
 	Via []string `json:"via,omitempty"`
 }
 
