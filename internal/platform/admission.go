@@ -25,7 +25,8 @@ import (
 //     cycle path);
 //   - creating an object in a tenant's namespace past a Quota limit is refused (403 naming
 //     the Quota and the limit);
-//   - a Pod that references a Secret no SecretPolicy of its namespace allows is refused.
+//   - an object (any kind, custom resources included) whose spec references a Secret no
+//     SecretPolicy of its namespace allows for its kind is refused (403 naming the policy).
 //
 // It reads Namespaces, Quotas and SecretPolicies from Reader once SetReader is called (an
 // informer cache); before that only the cycle check runs.
@@ -69,7 +70,7 @@ func (a *Admission) Validate(ctx context.Context, at *admission.Attributes) erro
 			return err
 		}
 	}
-	if at.Kind.Group == "" && at.Kind.Kind == "Pod" && at.Object != nil {
+	if at.Object != nil {
 		return a.checkSecrets(ctx, r, at)
 	}
 	return nil
@@ -145,57 +146,74 @@ func (a *Admission) checkQuota(ctx context.Context, r client.Reader, at *admissi
 	return nil
 }
 
-// secretRefs lists the Secrets a Pod references.
-func secretRefs(pod *corev1.Pod) []string {
+// secretRefs lists the Secrets an object's spec references, found by the field
+// conventions Kubernetes APIs and custom resources follow: a string "secretName"; an object
+// {name} under "secret", "secretRef", "secretKeyRef" or a key ending in "SecretRef"; a list
+// of {name} under "imagePullSecrets" or a key ending in "Secrets". A Pod's volumes, env and
+// imagePullSecrets and a custom resource's spec.secretRef.name are all found this way.
+func secretRefs(spec any) []string {
 	var out []string
-	for _, v := range pod.Spec.Volumes {
-		if v.Secret != nil {
-			out = append(out, v.Secret.SecretName)
-		}
-		if v.Projected != nil {
-			for _, s := range v.Projected.Sources {
-				if s.Secret != nil {
-					out = append(out, s.Secret.Name)
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, f := range v {
+				switch {
+				case k == "secretName":
+					if name, ok := f.(string); ok && name != "" {
+						out = append(out, name)
+					}
+				case k == "secret" || k == "secretRef" || k == "secretKeyRef" || strings.HasSuffix(k, "SecretRef"):
+					if m, ok := f.(map[string]any); ok {
+						if name, ok := m["name"].(string); ok && name != "" {
+							out = append(out, name)
+						}
+					}
+				case strings.HasSuffix(k, "Secrets"):
+					if l, ok := f.([]any); ok {
+						for _, e := range l {
+							if m, ok := e.(map[string]any); ok {
+								if name, ok := m["name"].(string); ok && name != "" {
+									out = append(out, name)
+								}
+							}
+						}
+					}
 				}
+				walk(f)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
 			}
 		}
 	}
-	for _, s := range pod.Spec.ImagePullSecrets {
-		out = append(out, s.Name)
-	}
-	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
-		for _, e := range c.Env {
-			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-				out = append(out, e.ValueFrom.SecretKeyRef.Name)
-			}
-		}
-		for _, e := range c.EnvFrom {
-			if e.SecretRef != nil {
-				out = append(out, e.SecretRef.Name)
-			}
-		}
-	}
+	walk(spec)
 	slices.Sort(out)
 	return slices.Compact(out)
 }
 
+// checkSecrets refuses an object (of any kind, custom resources included) whose spec
+// references a Secret that no SecretPolicy of its namespace allows its kind to reference.
+// Namespaces without a SecretPolicy are not constrained.
 func (a *Admission) checkSecrets(ctx context.Context, r client.Reader, at *admission.Attributes) error {
+	spec, ok := at.Object.Object["spec"]
+	if !ok {
+		return nil
+	}
 	var policies v1alpha1.SecretPolicyList
 	if err := r.List(ctx, &policies, client.InNamespace(at.Namespace)); err != nil || len(policies.Items) == 0 {
 		return err
 	}
-	var pod corev1.Pod
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(at.Object.Object, &pod); err != nil {
-		return nil
-	}
-	for _, s := range secretRefs(&pod) {
-		if !secretAllowed(policies.Items, "Pod", s) {
+	kind := at.Kind.Kind
+	for _, s := range secretRefs(spec) {
+		if !secretAllowed(policies.Items, kind, s) {
 			names := make([]string, len(policies.Items))
 			for i, p := range policies.Items {
 				names[i] = p.Name
 			}
 			return apierrors.NewForbidden(at.Resource.GroupResource(), at.Name,
-				fmt.Errorf("secret %q may not be referenced by a Pod in namespace %s: no rule of SecretPolicy %s allows it", s, at.Namespace, strings.Join(names, ", ")))
+				fmt.Errorf("secret %q may not be referenced by a %s in namespace %s: no rule of SecretPolicy %s allows it", s, kind, at.Namespace, strings.Join(names, ", ")))
 		}
 	}
 	return nil

@@ -202,6 +202,61 @@ spec: {tenant: acme, subjects: [{kind: User, name: bob}], allowedEnvs: [staging]
 		}
 	})
 
+	t.Run("secret policy whitelists the secrets custom resources and platform kinds reference", func(t *testing.T) {
+		k.ok(t, "create", "namespace", "secrets-demo")
+		k.apply(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.demo.example.com}
+spec:
+  group: demo.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              secretRef: {type: object, properties: {name: {type: string}}}
+---
+apiVersion: kubeos.dev/v1alpha1
+kind: SecretPolicy
+metadata: {name: app-secrets, namespace: secrets-demo}
+spec:
+  rules: [{secretNames: ["app-*"], kinds: [Widget]}]
+`)
+		widget := func(name, secret string) string {
+			return fmt.Sprintf("apiVersion: demo.example.com/v1\nkind: Widget\nmetadata: {name: %s, namespace: secrets-demo}\nspec: {secretRef: {name: %s}}\n", name, secret)
+		}
+		// Refused once the policy is in the admission plugin's cache (and the CRD served).
+		eventually(t, 30*time.Second, func() error {
+			_, errOut, err := k.run(t, srv.Kubeconfig, widget("bad", "db-root"), "create", "-f", "-")
+			if err == nil {
+				k.ok(t, "delete", "widget", "bad", "-n", "secrets-demo")
+				return fmt.Errorf("widget referencing db-root admitted")
+			}
+			if want := `secret "db-root" may not be referenced by a Widget in namespace secrets-demo: no rule of SecretPolicy app-secrets allows it`; !strings.Contains(errOut, want) || !strings.Contains(errOut, "is forbidden") {
+				return fmt.Errorf("error %q, want a 403 with %q", errOut, want)
+			}
+			return nil
+		})
+		k.apply(t, widget("good", "app-db"))
+		if got := k.jsonpath(t, "{.spec.secretRef.name}", "widget", "good", "-n", "secrets-demo"); got != "app-db" {
+			t.Fatalf("allowed widget: secretRef %q", got)
+		}
+		// A platform kind's reference is checked by its kind: no rule lets a Certificate use it.
+		k.fails(t, srv.Kubeconfig, `apiVersion: kubeos.dev/v1alpha1
+kind: Certificate
+metadata: {name: web, namespace: secrets-demo}
+spec: {dnsNames: [web.example.com], secretName: app-web}
+`, `secret "app-web" may not be referenced by a Certificate in namespace secrets-demo: no rule of SecretPolicy app-secrets allows it`, "create", "-f", "-")
+	})
+
 	t.Run("credential rotates", func(t *testing.T) {
 		k.apply(t, `apiVersion: kubeos.dev/v1alpha1
 kind: Credential

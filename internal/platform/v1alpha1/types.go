@@ -123,7 +123,8 @@ type AccessPolicyStatus struct {
 type SecretPolicyRule struct {
 	// SecretNames are names or prefixes ending in "*".
 	SecretNames []string `json:"secretNames"`
-	// Kinds are the kinds allowed to reference them ("Pod").
+	// Kinds are the kinds allowed to reference them ("Certificate", a custom resource's
+	// kind; "*" for any).
 	Kinds []string `json:"kinds"`
 }
 
