@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +45,9 @@ type LifecycleOptions struct {
 	// NoEngine installs the CRDs and enforces the platform kinds but runs none of the
 	// engine's controllers (benchmarks that bring their own; external operators).
 	NoEngine bool
+	// DeletionTimeouts overrides, per platform kind ("Tenant", "Certificate", ...), how long
+	// a deletion may take before the object is marked Stalled (default 10m).
+	DeletionTimeouts map[string]time.Duration
 }
 
 func (o *LifecycleOptions) complete() {
@@ -64,6 +68,14 @@ func (o *LifecycleOptions) validate() error {
 		}
 	default:
 		return fmt.Errorf("--event-bus %q: want memory or redis", o.EventBus)
+	}
+	for kind, d := range o.DeletionTimeouts {
+		if !slices.Contains(platform.Kinds, kind) {
+			return fmt.Errorf("deletion timeout for %q: not a platform kind (want one of %s)", kind, strings.Join(platform.Kinds, ", "))
+		}
+		if d <= 0 {
+			return fmt.Errorf("deletion timeout for %s: %s is not positive", kind, d)
+		}
 	}
 	return nil
 }
@@ -116,7 +128,11 @@ func (s *Server) newLifecycle(inner platformAuthorizer) (*lifecycleState, error)
 		return nil, err
 	}
 	counter := storeCounter{s}
-	if err := platform.Register(engine, platform.Options{Client: direct, CA: s.pki.CA, CAKey: s.pki.CAKey, Counter: counter}); err != nil {
+	kinds := map[string]platform.KindTuning{}
+	for kind, d := range o.DeletionTimeouts {
+		kinds[kind] = platform.KindTuning{DeletionTimeout: d}
+	}
+	if err := platform.Register(engine, platform.Options{Client: direct, CA: s.pki.CA, CAKey: s.pki.CAKey, Counter: counter, Kinds: kinds}); err != nil {
 		return nil, err
 	}
 	return &lifecycleState{bus: bus, engine: engine, scheme: scheme, cfg: cfg,

@@ -329,6 +329,53 @@ spec: {dnsNames: [web.example.com], duration: 30s, renewBefore: 27s}
 		}
 	})
 
+	t.Run("a deletion past its timeout is Stalled, with an Event and a metric", func(t *testing.T) {
+		k.apply(t, `apiVersion: kubeos.dev/v1alpha1
+kind: Certificate
+metadata: {name: stall-ca, namespace: default}
+spec: {isCA: true, commonName: stall-ca}
+---
+apiVersion: kubeos.dev/v1alpha1
+kind: Certificate
+metadata: {name: stall-leaf, namespace: default}
+spec: {dnsNames: [leaf.example.com], issuer: stall-ca}
+`)
+		k.waitFor(t, 30*time.Second, "{.status.phase}", "Active", "certificate", "stall-leaf", "-n", "default")
+		metric := `kube_lifecycle_deletion_stalled_total{kind="Certificate"}`
+		before := sumMetric(scrape(t), metric)
+		// The issuer's deletion waits for the leaf it issued, past the deletion timeout.
+		k.ok(t, "delete", "certificate", "stall-ca", "-n", "default", "--wait=false")
+		stalled := `{.status.conditions[?(@.type=="Stalled")]}`
+		k.waitFor(t, 10*certificateDeletionTimeout, `{.status.conditions[?(@.type=="Stalled")].status}/{.status.conditions[?(@.type=="Stalled")].reason}`,
+			"True/DeletionTimeout", "certificate", "stall-ca", "-n", "default")
+		if msg := k.jsonpath(t, stalled+".message", "certificate", "stall-ca", "-n", "default"); !strings.Contains(msg, "deletion has not finished") ||
+			!strings.Contains(msg, "Certificate/default/stall-leaf") {
+			t.Fatalf("Stalled message %q: want the timeout and what blocks the deletion", msg)
+		}
+		eventually(t, 10*time.Second, func() error {
+			out := k.ok(t, "get", "events.events.k8s.io", "-n", "default", "-o",
+				`jsonpath={range .items[*]}{.regarding.kind}/{.regarding.name}/{.type}/{.reason}{"\n"}{end}`)
+			if !strings.Contains(out, "Certificate/stall-ca/Warning/DeletionStalled") {
+				return fmt.Errorf("no DeletionStalled Event for stall-ca in\n%s", out)
+			}
+			return nil
+		})
+		eventually(t, 10*time.Second, func() error {
+			if got := sumMetric(scrape(t), metric); got < before+1 {
+				return fmt.Errorf("%s = %v, want at least %v", metric, got, before+1)
+			}
+			return nil
+		})
+		// Once its dependent is gone, the stalled deletion finishes.
+		k.ok(t, "delete", "certificate", "stall-leaf", "-n", "default")
+		eventually(t, 30*time.Second, func() error {
+			if _, _, err := k.run(t, srv.Kubeconfig, "", "get", "certificate", "stall-ca", "-n", "default"); err == nil {
+				return fmt.Errorf("stall-ca still there")
+			}
+			return nil
+		})
+	})
+
 	t.Run("a cycle between two objects is refused", func(t *testing.T) {
 		k.apply(t, `apiVersion: kubeos.dev/v1alpha1
 kind: Certificate

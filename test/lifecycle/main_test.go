@@ -27,6 +27,10 @@ import (
 	"kubeos.dev/kube/internal/server/servertest"
 )
 
+// certificateDeletionTimeout is short so that a blocked Certificate deletion stalls within
+// the test.
+const certificateDeletionTimeout = 2 * time.Second
+
 var (
 	srv       *servertest.Server
 	serverLog lockedBuffer
@@ -58,6 +62,7 @@ func run(m *testing.M) int {
 	srv, err = servertest.StartWith(filepath.Join(dir, "kube"), &serverLog, func(o *server.Options) {
 		o.EventBus, o.RedisAddr = "redis", redisAddr
 		o.AuditPolicyFile, o.AuditLogPath = policy, auditLog
+		o.DeletionTimeouts = map[string]time.Duration{"Certificate": certificateDeletionTimeout}
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lifecycle: start server: %v\n%s", err, serverLog.String())
