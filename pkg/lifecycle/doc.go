@@ -31,4 +31,8 @@
 // concurrency, periodic requeue, timeouts). The controller-runtime pipeline that runs them
 // (watch, filters, queue, workers, status writes with a resourceVersion precondition, events
 // on pkg/eventbus) builds on these pieces.
+//
+// Tracing. Each reconcile has a trace id: the trace_id of every event it publishes, and, on
+// a client whose rest.Config is wrapped with [TraceTransport], the [TraceHeader] of every
+// API request it makes (Kube's audit log records it as lifecycle.kubeos.dev/trace-id).
 package lifecycle
