@@ -61,7 +61,6 @@ func main() {
 	fmt.Println(string(out))
 }
 
-
 // rssOfTree sums VmRSS (kB) of pid and its descendants.
 func rssOfTree(pid int) int {
 	total := 0
