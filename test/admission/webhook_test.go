@@ -11,11 +11,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"kubeos.dev/kube/internal/server/servertest"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -193,26 +194,6 @@ func refusedWith(t *testing.T, ns, name, want string) error {
 		return nil
 	})
 	return last
-}
-
-func findKubectl(version string) (string, error) {
-	name := "kubectl." + version
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	def, err := exec.LookPath("kubectl")
-	if err != nil {
-		return "", fmt.Errorf("%s not found: no kubectl on PATH", name)
-	}
-	resolved, err := filepath.EvalSymlinks(def)
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(filepath.Dir(resolved), name)
-	if _, err := exec.LookPath(p); err != nil {
-		return "", fmt.Errorf("%s not found beside %s", name, resolved)
-	}
-	return p, nil
 }
 
 func kubectl(t *testing.T, bin string, args ...string) (string, error) {
@@ -394,3 +375,5 @@ func TestBadWebhookConfigurations(t *testing.T) {
 		t.Fatalf("invalid configuration: %v", err)
 	}
 }
+
+var findKubectl = servertest.FindKubectl

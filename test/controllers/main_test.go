@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -121,43 +120,6 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 	}
 }
 
-func findKubectl(version string) (string, error) {
-	name := "kubectl." + version
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	def, err := exec.LookPath("kubectl")
-	if err != nil {
-		return "", fmt.Errorf("%s not found: no kubectl on PATH; install the google-cloud-cli package", name)
-	}
-	resolved, err := filepath.EvalSymlinks(def)
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(filepath.Dir(resolved), name)
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s not found beside %s: %v", name, resolved, err)
-	}
-	return p, nil
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
@@ -165,3 +127,7 @@ func tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+var findKubectl = servertest.FindKubectl
+
+type lockedBuffer = servertest.Buffer

@@ -2,13 +2,14 @@ package crd
 
 import (
 	"context"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"kubeos.dev/kube/internal/server/servertest"
 )
 
 // kubectlRun runs one kubectl binary with its own HOME and discovery cache.
@@ -54,28 +55,6 @@ func (k *kubectlRun) fails(stdin string, wants []string, args ...string) {
 			k.t.Errorf("kubectl %s: output lacks %q:\n%s", strings.Join(args, " "), w, out)
 		}
 	}
-}
-
-// findKubectl finds kubectl.<version> on PATH or beside the resolved kubectl (the
-// google-cloud-cli package ships kubectl.1.27 … kubectl.1.33 there).
-func findKubectl(version string) (string, error) {
-	name := "kubectl." + version
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	def, err := exec.LookPath("kubectl")
-	if err != nil {
-		return "", fmt.Errorf("%s not found: no kubectl on PATH; install the google-cloud-cli package, which ships kubectl.1.27 … kubectl.1.33", name)
-	}
-	resolved, err := filepath.EvalSymlinks(def)
-	if err != nil {
-		return "", fmt.Errorf("%s not found: %v", name, err)
-	}
-	p := filepath.Join(filepath.Dir(resolved), name)
-	if _, err := exec.LookPath(p); err != nil {
-		return "", fmt.Errorf("%s not found beside %s: %v", name, resolved, err)
-	}
-	return p, nil
 }
 
 // TestDatabaseWithKubectl is the "Done when" with the Database example, once per
@@ -176,3 +155,5 @@ spec: {engine: mysql, version: "1", replicas: 1, colour: blue}
 	}
 	k.ok("", "delete", "namespace", ns, "--wait=false")
 }
+
+var findKubectl = servertest.FindKubectl

@@ -8,10 +8,8 @@
 package crd
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 
 	"kubeos.dev/kube/internal/server/servertest"
@@ -39,19 +37,4 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = servertest.Buffer

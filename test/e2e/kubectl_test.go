@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,28 +123,6 @@ func scriptEnv(env []string) []string {
 	return out
 }
 
-// findKubectl finds kubectl.<version>: on PATH, or beside the kubectl that PATH finds (the
-// google-cloud-cli package puts kubectl.1.27 … kubectl.1.33 there).
-func findKubectl(version string) (string, error) {
-	name := "kubectl." + version
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	def, err := exec.LookPath("kubectl")
-	if err != nil {
-		return "", fmt.Errorf("%s not found: no kubectl on PATH; install the google-cloud-cli package, which ships kubectl.1.27 … kubectl.1.33", name)
-	}
-	resolved, err := filepath.EvalSymlinks(def)
-	if err != nil {
-		return "", fmt.Errorf("%s not found: %v", name, err)
-	}
-	p := filepath.Join(filepath.Dir(resolved), name)
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s not found on PATH nor beside %s (%v); install the google-cloud-cli package, which ships kubectl.1.27 … kubectl.1.33", name, resolved, err)
-	}
-	return p, nil
-}
-
 // lineLogger writes each complete line to t.Log as it arrives.
 type lineLogger struct {
 	t   *testing.T
@@ -178,26 +155,6 @@ func (l *lineLogger) Flush() {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for the server's concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-var _ io.Writer = (*lockedBuffer)(nil)
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // tail is the last n lines of s.
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
@@ -206,3 +163,7 @@ func tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+var findKubectl = servertest.FindKubectl
+
+type lockedBuffer = servertest.Buffer

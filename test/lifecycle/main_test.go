@@ -115,45 +115,6 @@ func startRedis(dir string) (stop func(), err error) {
 	return stop, nil
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// findKubectl finds kubectl.<version> on PATH or beside the kubectl PATH finds.
-func findKubectl(t *testing.T, version string) string {
-	t.Helper()
-	name := "kubectl." + version
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	def, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Fatalf("%s not found: no kubectl on PATH", name)
-	}
-	resolved, err := filepath.EvalSymlinks(def)
-	if err != nil {
-		t.Fatalf("%s not found: %v", name, err)
-	}
-	p := filepath.Join(filepath.Dir(resolved), name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s not found beside %s", name, resolved)
-	}
-	return p
-}
-
 // kubectl runs one kubectl binary with its own HOME.
 type kubectl struct{ bin, home string }
 
@@ -243,3 +204,15 @@ func (k kubectl) waitFor(t *testing.T, d time.Duration, path, want string, args 
 }
 
 func restTransport(cfg *rest.Config) (http.RoundTripper, error) { return rest.TransportFor(cfg) }
+
+// findKubectl is servertest.FindKubectl, failing the test when kubectl.<version> is missing.
+func findKubectl(t *testing.T, version string) string {
+	t.Helper()
+	p, err := servertest.FindKubectl(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type lockedBuffer = servertest.Buffer

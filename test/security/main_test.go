@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,23 +57,6 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // adminClient is a typed client as the admin (system:masters).
 func adminClient(t *testing.T) kubernetes.Interface {
 	t.Helper()
@@ -112,28 +94,6 @@ func baseConfig(t *testing.T) *rest.Config {
 		t.Fatal(err)
 	}
 	return &rest.Config{Host: cfg.Host, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}, QPS: -1}
-}
-
-// findKubectl finds kubectl.<version> on PATH or beside the kubectl PATH finds.
-func findKubectl(t *testing.T, version string) string {
-	t.Helper()
-	name := "kubectl." + version
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	def, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Fatalf("%s not found: no kubectl on PATH (install google-cloud-cli, which ships kubectl.1.27 … kubectl.1.33)", name)
-	}
-	resolved, err := filepath.EvalSymlinks(def)
-	if err != nil {
-		t.Fatalf("%s not found: %v", name, err)
-	}
-	p := filepath.Join(filepath.Dir(resolved), name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s not found beside %s", name, resolved)
-	}
-	return p
 }
 
 // kubectl runs one kubectl with its own HOME.
@@ -212,3 +172,15 @@ func bareKubeconfig(t *testing.T) string {
 	}
 	return p
 }
+
+// findKubectl is servertest.FindKubectl, failing the test when kubectl.<version> is missing.
+func findKubectl(t *testing.T, version string) string {
+	t.Helper()
+	p, err := servertest.FindKubectl(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type lockedBuffer = servertest.Buffer

@@ -1,0 +1,51 @@
+package servertest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+)
+
+// FindKubectl finds kubectl.<version> (e.g. "1.27"): on PATH, or beside the kubectl that PATH
+// finds (the google-cloud-cli package puts kubectl.1.27 … kubectl.1.33 there). Tests fail,
+// never skip, when it is missing.
+func FindKubectl(version string) (string, error) {
+	name := "kubectl." + version
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	def, err := exec.LookPath("kubectl")
+	if err != nil {
+		return "", fmt.Errorf("%s not found: no kubectl on PATH; install the google-cloud-cli package, which ships kubectl.1.27 … kubectl.1.33", name)
+	}
+	resolved, err := filepath.EvalSymlinks(def)
+	if err != nil {
+		return "", fmt.Errorf("%s not found: %v", name, err)
+	}
+	p := filepath.Join(filepath.Dir(resolved), name)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s not found on PATH nor beside %s (%v); install the google-cloud-cli package, which ships kubectl.1.27 … kubectl.1.33", name, resolved, err)
+	}
+	return p, nil
+}
+
+// Buffer is a bytes.Buffer safe for concurrent writes (a server's log).
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
