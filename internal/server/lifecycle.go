@@ -294,3 +294,7 @@ func (sc storeCounter) Count(ctx context.Context, resource string, namespaces []
 	}
 	return total, nil
 }
+
+// EventBus is the bus the lifecycle engine publishes every transition and reconcile outcome
+// on (topic lifecycle.Topic). In-process users and tests subscribe to it.
+func (s *Server) EventBus() eventbus.Bus { return s.lifecycle.bus }
