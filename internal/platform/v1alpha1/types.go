@@ -32,6 +32,7 @@ type Subject struct {
 
 // Tenant owns one namespace per environment (<tenant>-<env>), labelled kubeos.dev/tenant and
 // kubeos.dev/env, with an admin RoleBinding for its admins in each. Cluster-scoped.
+// +kubebuilder:object:root=true
 type Tenant struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -73,6 +74,7 @@ type QuotaUsage struct {
 
 // Quota limits object counts per kind in a tenant's namespaces; enforced at admission.
 // Cluster-scoped.
+// +kubebuilder:object:root=true
 type Quota struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -95,6 +97,7 @@ type QuotaStatus struct {
 // AccessPolicy restricts subjects to some environments of a tenant: a request by one of the
 // subjects into a namespace of the tenant whose environment is not allowed is refused (403)
 // whatever RBAC says. Cluster-scoped.
+// +kubebuilder:object:root=true
 type AccessPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -130,6 +133,7 @@ type SecretPolicyRule struct {
 
 // SecretPolicy is a whitelist: once a namespace has one, an object there may reference a
 // Secret only as some rule allows. Namespaced.
+// +kubebuilder:object:root=true
 type SecretPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -149,6 +153,7 @@ type SecretPolicyStatus struct {
 
 // Credential generates a Secret (a random password, token or key pair) and rotates it every
 // RotationPeriod. Namespaced.
+// +kubebuilder:object:root=true
 type Credential struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -186,6 +191,7 @@ type CredentialStatus struct {
 // Certificate issues an X.509 certificate for DNSNames from the Kube CA (or from the CA
 // Certificate named by Issuer) into a kubernetes.io/tls Secret and renews it RenewBefore its
 // expiry. Namespaced.
+// +kubebuilder:object:root=true
 type Certificate struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -221,36 +227,42 @@ type CertificateStatus struct {
 // Lists.
 type (
 	// TenantList is a list of Tenants.
+	// +kubebuilder:object:root=true
 	TenantList struct {
 		metav1.TypeMeta `json:",inline"`
 		metav1.ListMeta `json:"metadata,omitempty"`
 		Items           []Tenant `json:"items"`
 	}
 	// QuotaList is a list of Quotas.
+	// +kubebuilder:object:root=true
 	QuotaList struct {
 		metav1.TypeMeta `json:",inline"`
 		metav1.ListMeta `json:"metadata,omitempty"`
 		Items           []Quota `json:"items"`
 	}
 	// AccessPolicyList is a list of AccessPolicies.
+	// +kubebuilder:object:root=true
 	AccessPolicyList struct {
 		metav1.TypeMeta `json:",inline"`
 		metav1.ListMeta `json:"metadata,omitempty"`
 		Items           []AccessPolicy `json:"items"`
 	}
 	// SecretPolicyList is a list of SecretPolicies.
+	// +kubebuilder:object:root=true
 	SecretPolicyList struct {
 		metav1.TypeMeta `json:",inline"`
 		metav1.ListMeta `json:"metadata,omitempty"`
 		Items           []SecretPolicy `json:"items"`
 	}
 	// CredentialList is a list of Credentials.
+	// +kubebuilder:object:root=true
 	CredentialList struct {
 		metav1.TypeMeta `json:",inline"`
 		metav1.ListMeta `json:"metadata,omitempty"`
 		Items           []Credential `json:"items"`
 	}
 	// CertificateList is a list of Certificates.
+	// +kubebuilder:object:root=true
 	CertificateList struct {
 		metav1.TypeMeta `json:",inline"`
 		metav1.ListMeta `json:"metadata,omitempty"`
