@@ -183,11 +183,14 @@ func newLogger(level string) (*zap.Logger, error) {
 	return zap.New(&quietClose{Core: core}), nil
 }
 
-// quietClose drops the log lines etcd writes when its listeners close on shutdown.
+// quietClose drops the error lines etcd writes in normal operation: when its listeners close
+// on shutdown, and while a fresh member has no raft term yet.
 type quietClose struct{ zapcore.Core }
 
 func (q *quietClose) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if e.Message == "setting up serving from embedded etcd failed." {
+	switch e.Message {
+	case "setting up serving from embedded etcd failed.", // every clean Close
+		"failed to update storage version": // a fresh member before its first raft term (retried)
 		return ce
 	}
 	return q.Core.Check(e, ce)
