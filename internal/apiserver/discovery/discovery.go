@@ -13,6 +13,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"kubeos.dev/kube/internal/apiserver/rest"
+
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apidiscoveryv2beta1 "k8s.io/api/apidiscovery/v2beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -421,17 +424,9 @@ func etagMatches(ifNoneMatch, etag string) bool {
 	return false
 }
 
+// writeStatus answers with an API error through the REST handler's one Status writer.
 func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, message string) {
-	body, _ := json.Marshal(&metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure,
-		Message:  message,
-		Reason:   reason,
-		Details:  &metav1.StatusDetails{},
-		Code:     int32(code),
-	})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_, _ = w.Write(body)
+	rest.WriteStatus(w, &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Message: message, Reason: reason, Details: &metav1.StatusDetails{}, Code: int32(code),
+	}})
 }

@@ -1,7 +1,6 @@
 package openapi
 
 import (
-	"encoding/json"
 	"net/http"
 	"sort"
 	"strconv"
@@ -9,6 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"kubeos.dev/kube/internal/apiserver/rest"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kube-openapi/pkg/cached"
@@ -359,17 +361,9 @@ func (h *Handler) shared(name string, v2 bool) spec.Schema {
 	return d
 }
 
+// writeStatus answers with an API error through the REST handler's one Status writer.
 func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, message string) {
-	body, _ := json.Marshal(&metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure,
-		Message:  message,
-		Reason:   reason,
-		Details:  &metav1.StatusDetails{},
-		Code:     int32(code),
-	})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_, _ = w.Write(body)
+	rest.WriteStatus(w, &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Message: message, Reason: reason, Details: &metav1.StatusDetails{}, Code: int32(code),
+	}})
 }

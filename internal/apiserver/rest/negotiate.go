@@ -184,6 +184,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 func writeRaw(w http.ResponseWriter, code int, data []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Length", strconv.Itoa(len(data)+1))
 	w.WriteHeader(code)
 	w.Write(data)
