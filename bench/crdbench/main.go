@@ -26,6 +26,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"kubeos.dev/kube/bench/crdload"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,49 +42,6 @@ import (
 	"kubeos.dev/kube/internal/etcd"
 	"kubeos.dev/kube/internal/storage"
 )
-
-const p1Template = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: databases.g%[1]d.%[2]s.bench.example.com}
-spec:
-  group: g%[1]d.%[2]s.bench.example.com
-  scope: Namespaced
-  names: {plural: databases, singular: database, kind: Database, shortNames: [db]}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources:
-      status: {}
-      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.readyReplicas}
-    additionalPrinterColumns:
-    - {name: Engine, type: string, jsonPath: .spec.engine}
-    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
-    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            required: [engine, replicas]
-            x-kubernetes-validations:
-            - {rule: "!has(self.backup) || !self.backup.enabled || has(self.backup.schedule)", message: "schedule required"}
-            properties:
-              engine: {type: string, enum: [postgresql, mysql]}
-              replicas: {type: integer, minimum: 1, maximum: 7}
-              storageSize: {type: string, pattern: "^[0-9]+(Gi|Ti)$", default: 10Gi}
-              backup:
-                type: object
-                properties:
-                  enabled: {type: boolean, default: false}
-                  schedule: {type: string}
-          status:
-            type: object
-            properties:
-              phase: {type: string}
-              readyReplicas: {type: integer}
-`
 
 // p2CRD has a schema and two CEL rules.
 const p2CRD = `apiVersion: apiextensions.k8s.io/v1
@@ -228,8 +187,8 @@ func p1(ctx context.Context, ext apiextclient.Interface, run string, n, clients 
 				if i >= n {
 					return
 				}
-				crd := &apiextensionsv1.CustomResourceDefinition{}
-				if err := yaml.Unmarshal(fmt.Appendf(nil, p1Template, i, run), crd); err != nil {
+				crd, err := crdload.DatabaseCRD(i, run)
+				if err != nil {
 					errs <- err
 					return
 				}

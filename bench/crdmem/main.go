@@ -24,56 +24,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"kubeos.dev/kube/bench/crdload"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
-
-const crdTemplate = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: databases.g%[1]d.bench.example.com}
-spec:
-  group: g%[1]d.bench.example.com
-  scope: Namespaced
-  names: {plural: databases, singular: database, kind: Database, shortNames: [db]}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources:
-      status: {}
-      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.readyReplicas}
-    additionalPrinterColumns:
-    - {name: Engine, type: string, jsonPath: .spec.engine}
-    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
-    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            required: [engine, replicas]
-            x-kubernetes-validations:
-            - {rule: "!has(self.backup) || !self.backup.enabled || has(self.backup.schedule)", message: "schedule required"}
-            properties:
-              engine: {type: string, enum: [postgresql, mysql]}
-              replicas: {type: integer, minimum: 1, maximum: 7}
-              storageSize: {type: string, pattern: "^[0-9]+(Gi|Ti)$", default: 10Gi}
-              backup:
-                type: object
-                properties:
-                  enabled: {type: boolean, default: false}
-                  schedule: {type: string}
-          status:
-            type: object
-            properties:
-              phase: {type: string}
-              readyReplicas: {type: integer}
-`
 
 func main() {
 	kube := flag.String("kube", "", "path to the kube binary")
@@ -143,8 +101,8 @@ func run(kube string, n, clients int, heapProfile string) error {
 				if i >= n {
 					return
 				}
-				crd := &apiextensionsv1.CustomResourceDefinition{}
-				if err := yaml.Unmarshal(fmt.Appendf(nil, crdTemplate, i), crd); err != nil {
+				crd, err := crdload.DatabaseCRD(i, "mem")
+				if err != nil {
 					errs <- err
 					return
 				}
