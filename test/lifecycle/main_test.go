@@ -7,8 +7,6 @@ package lifecycle
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -124,16 +122,9 @@ func newKubectl(t *testing.T) kubectl {
 
 func (k kubectl) run(t *testing.T, kubeconfig, stdin string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, k.bin, args...)
-	cmd.Env = []string{"HOME=" + k.home, "KUBECONFIG=" + kubeconfig, "PATH=" + os.Getenv("PATH"), "KUBECACHEDIR=" + filepath.Join(k.home, "cache")}
-	cmd.Stdin = strings.NewReader(stdin)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
-	t.Logf("$ kubectl %s\n%s%s", strings.Join(args, " "), o.String(), e.String())
-	return o.String(), e.String(), err
+	stdout, stderr, err = servertest.RunKubectl(k.bin, k.home, kubeconfig, stdin, args...)
+	t.Logf("$ kubectl %s\n%s%s", strings.Join(args, " "), stdout, stderr)
+	return stdout, stderr, err
 }
 
 // ok runs kubectl as the admin and fails the test if it fails.

@@ -10,10 +10,8 @@ package security
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,15 +101,9 @@ type kubectl struct {
 
 func (k kubectl) run(t *testing.T, kubeconfig string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, k.bin, args...)
-	cmd.Env = []string{"HOME=" + k.home, "KUBECONFIG=" + kubeconfig, "PATH=" + os.Getenv("PATH"), "KUBECACHEDIR=" + filepath.Join(k.home, "cache")}
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
-	t.Logf("$ kubectl %s\n%s%s", strings.Join(args, " "), o.String(), e.String())
-	return o.String(), e.String(), err
+	stdout, stderr, err = servertest.RunKubectl(k.bin, k.home, kubeconfig, "", args...)
+	t.Logf("$ kubectl %s\n%s%s", strings.Join(args, " "), stdout, stderr)
+	return stdout, stderr, err
 }
 
 // ok runs kubectl and fails the test if it fails.
