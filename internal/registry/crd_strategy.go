@@ -92,6 +92,15 @@ func (crdStrategy) PrepareForUpdate(obj, _ *unstructured.Unstructured) {
 }
 
 // toInternal converts a v1 CRD to the internal type upstream validation works on.
+// internalCRD decodes obj and converts it to the internal type upstream's validation takes.
+func internalCRD(obj *unstructured.Unstructured) (*apiextensions.CustomResourceDefinition, field.ErrorList) {
+	crd, errs := decodeCRD(obj)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return toInternal(crd)
+}
+
 func toInternal(crd *apiextensionsv1.CustomResourceDefinition) (*apiextensions.CustomResourceDefinition, field.ErrorList) {
 	out := &apiextensions.CustomResourceDefinition{}
 	if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(crd, out, nil); err != nil {
@@ -101,11 +110,7 @@ func toInternal(crd *apiextensionsv1.CustomResourceDefinition) (*apiextensions.C
 }
 
 func (crdStrategy) Validate(obj *unstructured.Unstructured) field.ErrorList {
-	crd, errs := decodeCRD(obj)
-	if len(errs) > 0 {
-		return errs
-	}
-	in, errs := toInternal(crd)
+	in, errs := internalCRD(obj)
 	if len(errs) > 0 {
 		return errs
 	}
@@ -113,19 +118,11 @@ func (crdStrategy) Validate(obj *unstructured.Unstructured) field.ErrorList {
 }
 
 func (crdStrategy) ValidateUpdate(obj, old *unstructured.Unstructured) field.ErrorList {
-	crd, errs := decodeCRD(obj)
+	in, errs := internalCRD(obj)
 	if len(errs) > 0 {
 		return errs
 	}
-	in, errs := toInternal(crd)
-	if len(errs) > 0 {
-		return errs
-	}
-	oldCRD, errs := decodeCRD(old)
-	if len(errs) > 0 {
-		return crdvalidation.ValidateCustomResourceDefinition(context.Background(), in)
-	}
-	oldIn, errs := toInternal(oldCRD)
+	oldIn, errs := internalCRD(old)
 	if len(errs) > 0 {
 		return crdvalidation.ValidateCustomResourceDefinition(context.Background(), in)
 	}
@@ -135,19 +132,11 @@ func (crdStrategy) ValidateUpdate(obj, old *unstructured.Unstructured) field.Err
 // ValidateStatusUpdate checks a write to the status subresource as upstream's CRD status
 // strategy does: metadata and status only (the spec is the stored one).
 func (crdStrategy) ValidateStatusUpdate(obj, old *unstructured.Unstructured) field.ErrorList {
-	crd, errs := decodeCRD(obj)
+	in, errs := internalCRD(obj)
 	if len(errs) > 0 {
 		return errs
 	}
-	in, errs := toInternal(crd)
-	if len(errs) > 0 {
-		return errs
-	}
-	oldCRD, errs := decodeCRD(old)
-	if len(errs) > 0 {
-		return errs
-	}
-	oldIn, errs := toInternal(oldCRD)
+	oldIn, errs := internalCRD(old)
 	if len(errs) > 0 {
 		return errs
 	}
