@@ -66,6 +66,10 @@ type Controller struct {
 	mu sync.Mutex
 	// served is what this server registered per CRD name.
 	served map[string]*servedCRD
+	// structural is the NonStructuralSchema check per CRD name, for the generation it was
+	// made for: decoding the schemas again on every reconcile would cost more than the
+	// rest of it.
+	structural map[string]structuralCheck
 }
 
 // servedCRD records the Kinds registered for one CRD.
@@ -102,8 +106,9 @@ func New(o Options) (*Controller, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 5*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "crd"}),
-		builtins: map[schema.GroupResource]*registry.Kind{},
-		served:   map[string]*servedCRD{},
+		builtins:   map[schema.GroupResource]*registry.Kind{},
+		served:     map[string]*servedCRD{},
+		structural: map[string]structuralCheck{},
 	}
 	for _, k := range o.Registry.Kinds() {
 		c.builtins[schema.GroupResource{Group: k.Group, Resource: k.Resource}] = k

@@ -7,10 +7,14 @@ import (
 	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/retry"
 
 	compiler "kubeos.dev/kube/internal/crd"
@@ -31,7 +35,10 @@ const cleanupRetry = time.Second
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
 	crd, ok := c.get(name)
 	if !ok {
-		c.locked(func() { c.unregister(name, true) })
+		c.locked(func() {
+			c.unregister(name, true)
+			delete(c.structural, name)
+		})
 		return 0, nil
 	}
 	if crd.DeletionTimestamp != nil {
@@ -62,6 +69,13 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 			Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionFalse, Reason: "NameConflict", Message: conflict})
 		apihelpers.SetCRDCondition(next, apiextensionsv1.CustomResourceDefinitionCondition{
 			Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse, Reason: "NotAccepted", Message: "not all names are accepted"})
+	}
+	// A non-structural schema is reported, not refused: the CRD stays established and
+	// served, as upstream does.
+	if cond := c.nonStructural(crd); cond != nil {
+		apihelpers.SetCRDCondition(next, *cond)
+	} else if apihelpers.FindCRDCondition(next, apiextensionsv1.NonStructuralSchema) != nil {
+		apihelpers.RemoveCRDCondition(next, apiextensionsv1.NonStructuralSchema)
 	}
 	if !reflect.DeepEqual(next.Status, crd.Status) {
 		if _, err := c.client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
@@ -322,4 +336,67 @@ func (c *Controller) migrate(ctx context.Context, crd *apiextensionsv1.CustomRes
 		_, err = c.client.ApiextensionsV1().CustomResourceDefinitions().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})
+}
+
+// structuralCheck is the NonStructuralSchema condition computed for one generation of a
+// CRD (nil: the schemas are structural).
+type structuralCheck struct {
+	uid        types.UID
+	generation int64
+	cond       *apiextensionsv1.CustomResourceDefinitionCondition
+}
+
+// nonStructural is crd's NonStructuralSchema condition, computed once per generation.
+func (c *Controller) nonStructural(crd *compiler.Stripped) *apiextensionsv1.CustomResourceDefinitionCondition {
+	c.mu.Lock()
+	done, ok := c.structural[crd.Name]
+	c.mu.Unlock()
+	if ok && done.uid == crd.UID && done.generation == crd.Generation {
+		return done.cond
+	}
+	done = structuralCheck{uid: crd.UID, generation: crd.Generation, cond: nonStructuralCondition(crd)}
+	c.locked(func() { c.structural[crd.Name] = done })
+	return done.cond
+}
+
+// nonStructuralCondition is the NonStructuralSchema condition upstream's
+// nonstructuralschema controller computes: True with reason Violations and the violations
+// as message when spec.preserveUnknownFields is set or a version's schema is not structural;
+// Unknown with reason StructuralError when a schema cannot be checked; nil when every
+// schema is structural. Only stored CRDs can be non-structural (v1 validation refuses them
+// on create, and on update unless the stored one already was).
+func nonStructuralCondition(crd *compiler.Stripped) *apiextensionsv1.CustomResourceDefinitionCondition {
+	var errs field.ErrorList
+	if crd.Spec.PreserveUnknownFields {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "preserveUnknownFields"), true, "must be false"))
+	}
+	unknown := func(version string, err error) *apiextensionsv1.CustomResourceDefinitionCondition {
+		return &apiextensionsv1.CustomResourceDefinitionCondition{
+			Type: apiextensionsv1.NonStructuralSchema, Status: apiextensionsv1.ConditionUnknown, Reason: "StructuralError",
+			Message: fmt.Sprintf("failed to check validation schema for version %s: %v", version, err)}
+	}
+	for i, v := range crd.Spec.Versions {
+		validation, err := crd.Schema(v.Name)
+		if err != nil {
+			return unknown(v.Name, err)
+		}
+		if validation == nil || validation.OpenAPIV3Schema == nil {
+			continue
+		}
+		internal := &apiextensions.CustomResourceValidation{}
+		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(validation, internal, nil); err != nil {
+			return unknown(v.Name, err)
+		}
+		s, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
+		if err != nil {
+			return unknown(v.Name, err)
+		}
+		errs = append(errs, structuralschema.ValidateStructural(field.NewPath("spec", "versions").Index(i).Child("schema", "openAPIV3Schema"), s)...)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &apiextensionsv1.CustomResourceDefinitionCondition{
+		Type: apiextensionsv1.NonStructuralSchema, Status: apiextensionsv1.ConditionTrue, Reason: "Violations",
+		Message: errs.ToAggregate().Error()}
 }

@@ -5,8 +5,11 @@
 //     registry (compiled by internal/crd, lazily), so discovery, OpenAPI and the REST
 //     handler serve them;
 //   - status: NamesAccepted (a name already taken by another CRD of the group or a built-in
-//     resource is refused with reason NameConflict), Established (the Kinds are served) and
-//     Terminating;
+//     resource is refused with reason NameConflict), Established (the Kinds are served),
+//     Terminating, and NonStructuralSchema (True with reason Violations when
+//     preserveUnknownFields is set or a version's schema is not structural, which only a
+//     CRD stored by an older server can be; such a CRD is still established and served, as
+//     upstream does), all in one status write;
 //   - deletion: a deleted CRD (held by the customresourcecleanup.apiextensions.k8s.io
 //     finalizer) has every custom resource deleted, its Kinds and watch cache dropped, then
 //     the finalizer removed;
