@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
@@ -159,7 +160,11 @@ func (s *Server) Run(ctx context.Context) error {
 	o := s.opts
 	cacheCtx, stopCaches := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCaches()
-	caches := watchcache.NewSet(cacheCtx, watchcache.Options{Store: s.Store, EventBufferSize: o.WatchCacheSize})
+	crdPrefix := storage.ResourcePrefix(apiextensionsv1.GroupName, "customresourcedefinitions")
+	caches := watchcache.NewSet(cacheCtx, watchcache.Options{Store: s.Store, EventBufferSize: o.WatchCacheSize,
+		// CRDs are large (their schemas), many and rarely read: packed, 5,000 of them take
+		// ~8 MB instead of ~80 MB.
+		PackPrefix: func(prefix string) bool { return prefix == crdPrefix }})
 	s.caches = caches
 
 	s.metrics = prometheus.NewRegistry()

@@ -15,11 +15,13 @@ import (
 	"kubeos.dev/kube/internal/storage"
 )
 
-// entry is one object in the tree.
+// entry is one object in the tree: decoded (obj), or packed in a packed cache (see pack.go).
+// Entries are never changed once in a tree.
 type entry struct {
-	key string
-	obj *unstructured.Unstructured
-	rev int64
+	key    string
+	obj    *unstructured.Unstructured
+	packed []byte
+	rev    int64
 }
 
 func lessEntry(a, b *entry) bool { return a.key < b.key }
@@ -200,7 +202,7 @@ func (c *Cache) relist(ctx context.Context) (int64, error) {
 		rev = res.Revision
 		for _, obj := range res.Items {
 			r, _ := storage.Revision(obj)
-			t.ReplaceOrInsert(&entry{key: keyOf(c.prefix, obj), obj: obj, rev: r})
+			t.ReplaceOrInsert(c.newEntry(keyOf(c.prefix, obj), obj, r))
 		}
 		if res.Continue == "" {
 			break
@@ -247,22 +249,23 @@ func keyOf(prefix string, obj *unstructured.Unstructured) string {
 	return prefix + obj.GetName()
 }
 
-// diffTrees returns the changes that turn old into cur, as events at revision rev.
+// diffTrees returns the changes that turn old into cur, as events at revision rev (packed
+// ones, for a packed cache's entries: unpackEvent decodes them).
 func diffTrees(old, cur *tree, rev int64) []*Event {
 	var out []*Event
 	cur.Ascend(func(e *entry) bool {
 		o, ok := old.Get(e)
 		switch {
 		case !ok:
-			out = append(out, &Event{Event: storage.Event{Type: storage.Added, Key: e.key, Object: e.obj, Revision: rev}})
+			out = append(out, entryEvent(storage.Added, e.key, rev, e, nil))
 		case o.rev != e.rev:
-			out = append(out, &Event{Event: storage.Event{Type: storage.Modified, Key: e.key, Object: e.obj, PrevObject: o.obj, Revision: rev}})
+			out = append(out, entryEvent(storage.Modified, e.key, rev, e, o))
 		}
 		return true
 	})
 	old.Ascend(func(o *entry) bool {
 		if !cur.Has(o) {
-			out = append(out, &Event{Event: storage.Event{Type: storage.Deleted, Key: o.key, Object: o.obj, PrevObject: o.obj, Revision: rev}})
+			out = append(out, entryEvent(storage.Deleted, o.key, rev, nil, o))
 		}
 		return true
 	})
@@ -272,14 +275,29 @@ func diffTrees(old, cur *tree, rev int64) []*Event {
 // apply records one change and offers it to the watchers.
 func (c *Cache) apply(sev storage.Event) {
 	ev := &Event{Event: sev}
+	var cur *entry
+	if sev.Type == storage.Added || sev.Type == storage.Modified {
+		cur = c.newEntry(sev.Key, sev.Object, sev.Revision) // packs outside the lock
+	}
 	c.mu.Lock()
-	switch sev.Type {
-	case storage.Added, storage.Modified:
-		c.tree.ReplaceOrInsert(&entry{key: sev.Key, obj: sev.Object, rev: sev.Revision})
-	case storage.Deleted:
+	old, _ := c.tree.Get(&entry{key: sev.Key})
+	if cur != nil {
+		c.tree.ReplaceOrInsert(cur)
+	} else if sev.Type == storage.Deleted {
 		c.tree.Delete(&entry{key: sev.Key})
 	}
-	c.ring.push(ev)
+	if old != nil && sev.PrevObject != nil && old.obj != nil && revOf(sev.PrevObject) == old.rev {
+		// The ring keeps the tree's copy of the previous state rather than storage's.
+		ev.PrevObject = old.obj
+	}
+	if c.o.Pack {
+		if old == nil && sev.PrevObject != nil {
+			old = c.newEntry(sev.Key, sev.PrevObject, revOf(sev.PrevObject))
+		}
+		c.ring.push(entryEvent(sev.Type, sev.Key, sev.Revision, cur, old))
+	} else {
+		c.ring.push(ev)
+	}
 	c.setRevNoPublishLocked(sev.Revision)
 	targets := c.targetsLocked(sev.Key, c.targets[:0])
 	c.mu.Unlock()

@@ -25,6 +25,10 @@ type Event struct {
 	// SendInitialEvents (the API puts the "k8s.io/initial-events-end" annotation on it).
 	InitialEventsEnd bool
 
+	// cur and old are the tree entries of the new and the previous state, for events built
+	// from entries (a packed cache's ring, a re-list's differences); unpackEvent decodes them.
+	cur, old *entry
+
 	memo memo
 }
 

@@ -88,6 +88,7 @@ func (c *Cache) listSnapshot(snap *tree, rev int64, prefix, start string, o List
 	}
 	var last string
 	more := false
+	var err error
 	snap.AscendGreaterOrEqual(&entry{key: start}, func(e *entry) bool {
 		if !strings.HasPrefix(e.key, prefix) {
 			return false
@@ -96,12 +97,19 @@ func (c *Cache) listSnapshot(snap *tree, rev int64, prefix, start string, o List
 			more = true
 			return false
 		}
-		if o.Predicate.Matches(e.obj) {
-			res.Items = append(res.Items, e.obj)
+		var obj *unstructured.Unstructured
+		if obj, err = e.object(); err != nil {
+			return false
+		}
+		if o.Predicate.Matches(obj) {
+			res.Items = append(res.Items, obj)
 			last = e.key
 		}
 		return true
 	})
+	if err != nil {
+		return nil, err
+	}
 	if !more {
 		return res, nil
 	}
@@ -124,7 +132,7 @@ func (c *Cache) listSnapshot(snap *tree, rev int64, prefix, start string, o List
 
 // Get returns the object at key from memory, once the cache has reached minRevision (0: at
 // once). It fails with an error wrapping storage.ErrNotFound when the key is absent. The
-// object is shared with the cache: READ-ONLY.
+// object is shared with the cache: READ-ONLY (a packed cache returns a new copy).
 func (c *Cache) Get(ctx context.Context, key string, minRevision int64) (*unstructured.Unstructured, error) {
 	if !strings.HasPrefix(key, c.prefix) {
 		return nil, &storage.Error{Kind: storage.ErrNotFound, Key: key, Detail: "outside the cache's prefix " + c.prefix}
@@ -143,7 +151,7 @@ func (c *Cache) Get(ctx context.Context, key string, minRevision int64) (*unstru
 	if !ok {
 		return nil, &storage.Error{Kind: storage.ErrNotFound, Key: key}
 	}
-	return e.obj, nil
+	return e.object()
 }
 
 func (c *Cache) snapshot(rev int64) *tree {

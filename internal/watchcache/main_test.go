@@ -93,6 +93,9 @@ func startCache(t testing.TB, o Options) *Cache {
 	if o.Store == nil {
 		o.Store = testStore
 	}
+	if strings.HasPrefix(t.Name(), "TestPacked/") {
+		o.Pack = true
+	}
 	c := New(o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -31,6 +31,14 @@ type Options struct {
 	Prefix string
 	// Attrs extracts the fields selectors may name. Default storage.DefaultAttrs.
 	Attrs storage.AttrFunc
+	// Pack keeps the objects as deflated JSON and decodes them on every read (List, Get,
+	// initial events, resumed watches): about a tenth of the memory, for resources whose
+	// objects are large and read rarely, such as CustomResourceDefinitions. Live events are
+	// delivered as storage decoded them. Default false.
+	Pack bool
+	// PackPrefix, in the defaults of a Set, sets Pack for the caches of the prefixes it
+	// returns true for. Default: none.
+	PackPrefix func(prefix string) bool
 	// EventBufferSize is how many recent events the cache keeps for watches to resume from.
 	// Default 1000.
 	EventBufferSize int

@@ -35,6 +35,9 @@ func (s *Set) Get(prefix string, attrs storage.AttrFunc) *Cache {
 	o := s.defaults
 	o.Prefix, o.Attrs = prefix, attrs
 	o.complete()
+	if o.PackPrefix != nil && o.PackPrefix(o.Prefix) {
+		o.Pack = true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.caches[o.Prefix]; ok {

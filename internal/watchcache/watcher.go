@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"kubeos.dev/kube/internal/storage"
 )
 
@@ -107,8 +109,12 @@ func (c *Cache) Watch(ctx context.Context, prefix string, o WatchOptions) (*Watc
 				if !strings.HasPrefix(e.key, prefix) {
 					return false
 				}
-				if w.matches(e) {
-					ok = send(&Event{Event: storage.Event{Type: storage.Added, Key: e.key, Object: e.obj, Revision: e.rev}})
+				obj, err := e.object()
+				if err != nil {
+					send(errorEvent(err))
+					ok = false
+				} else if w.matches(obj) {
+					ok = send(&Event{Event: storage.Event{Type: storage.Added, Key: e.key, Object: obj, Revision: e.rev}})
 				}
 				return ok
 			})
@@ -126,6 +132,11 @@ func (c *Cache) Watch(ctx context.Context, prefix string, o WatchOptions) (*Watc
 				for _, ev := range evs {
 					if !strings.HasPrefix(ev.Key, prefix) {
 						continue
+					}
+					ev, err := unpackEvent(ev)
+					if err != nil {
+						send(errorEvent(err))
+						return false
 					}
 					if e := newChange(ev, c.o.Attrs).forPredicate(w.pred); e != nil && !send(e) {
 						return false
@@ -152,7 +163,7 @@ func (c *Cache) Watch(ctx context.Context, prefix string, o WatchOptions) (*Watc
 	return w, nil
 }
 
-func (w *Watcher) matches(e *entry) bool {
+func (w *Watcher) matches(obj *unstructured.Unstructured) bool {
 	if w.pred.Empty() {
 		return true
 	}
@@ -160,7 +171,7 @@ func (w *Watcher) matches(e *entry) bool {
 	if p.Attrs == nil {
 		p.Attrs = w.c.o.Attrs
 	}
-	return p.Matches(e.obj)
+	return p.Matches(obj)
 }
 
 // runInit sends the initial events, then the changes that queued meanwhile, then hands the
@@ -312,8 +323,12 @@ func (w *Watcher) Stop() {
 // affectedBy reports whether the watcher would have seen one of the changes.
 func (w *Watcher) affectedBy(changes []*Event, attrs storage.AttrFunc) bool {
 	for _, ev := range changes {
-		if strings.HasPrefix(ev.Key, w.prefix) && newChange(ev, attrs).forPredicate(w.pred) != nil {
-			return true
+		if !strings.HasPrefix(ev.Key, w.prefix) {
+			continue
+		}
+		ev, err := unpackEvent(ev)
+		if err != nil || newChange(ev, attrs).forPredicate(w.pred) != nil {
+			return true // a change it cannot judge counts as seen
 		}
 	}
 	return false
