@@ -67,13 +67,16 @@ func newDocument(v any, contentType string) *document {
 	return &document{body: body, etag: strconv.Quote(hex.EncodeToString(sum[:16])), contentType: contentType}
 }
 
-// snapshot holds every discovery document of one registry generation.
+// snapshot is the discovery of one registry generation. Its documents are encoded on the
+// first request for each and kept for the generation's life: with thousands of CRDs most of
+// the per-group-version documents are never asked for (clients read the aggregated lists).
 type snapshot struct {
-	gen uint64
-	// legacy documents by URL path: /api, /api/v1, /apis, /apis/<g>, /apis/<g>/<v>.
-	legacy map[string]*document
-	// aggregated documents by path (/api or /apis) and then by apidiscovery version.
-	aggregated map[string]map[string]*document
+	gen    uint64
+	groups []*groupInfo // sorted by name, core ("") first
+	byName map[string]*groupInfo
+
+	mu   sync.Mutex
+	docs map[string]*document // by URL path, aggregated ones by path + " " + apidiscovery version
 }
 
 // current returns the snapshot for the registry's current generation, building it if the
@@ -92,9 +95,33 @@ func (h *Handler) current() *snapshot {
 	// The generation is read before the kinds: if the registry changes in between, the
 	// snapshot holds newer kinds under an older generation and is rebuilt on the next
 	// request, never the reverse.
-	s := build(gen, h.reg.Kinds(), h.reg.GroupVersions())
+	groups := groupsOf(h.reg.Kinds(), h.reg.GroupVersions())
+	s := &snapshot{gen: gen, groups: groups, byName: make(map[string]*groupInfo, len(groups)), docs: map[string]*document{}}
+	for _, g := range groups {
+		s.byName[g.name] = g
+	}
 	h.snap.Store(s)
 	return s
+}
+
+// document returns the document served at path (for /api and /apis with a non-empty
+// aggregated version: the aggregated list in that apidiscovery version), nil if there is
+// none.
+func (s *snapshot) document(path, aggregatedVersion string) *document {
+	key := path
+	if aggregatedVersion != "" {
+		key += " " + aggregatedVersion
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d, ok := s.docs[key]; ok {
+		return d
+	}
+	d := s.build(path, aggregatedVersion)
+	if d != nil {
+		s.docs[key] = d
+	}
+	return d
 }
 
 // groupInfo is the kinds of one group, by version, versions in preference order.
@@ -141,61 +168,83 @@ func groupsOf(kinds []*registry.Kind, order map[string][]string) []*groupInfo {
 	return groups
 }
 
-func build(gen uint64, kinds []*registry.Kind, order map[string][]string) *snapshot {
-	s := &snapshot{
-		gen:        gen,
-		legacy:     map[string]*document{},
-		aggregated: map[string]map[string]*document{},
-	}
-	groups := groupsOf(kinds, order)
+const jsonType = "application/json"
 
-	const jsonType = "application/json"
-	apiVersions := &metav1.APIVersions{
-		TypeMeta:                   metav1.TypeMeta{Kind: "APIVersions"},
-		Versions:                   []string{},
-		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{},
-	}
-	groupList := &metav1.APIGroupList{
-		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
-		Groups:   []metav1.APIGroup{},
-	}
-	var coreAgg, groupsAgg []apidiscoveryv2.APIGroupDiscovery
-
-	for _, g := range groups {
-		agg := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g.name}}
-		for _, v := range g.versions {
-			gv := metav1.GroupVersion{Group: g.name, Version: v}.String()
-			list := resourceList(gv, g.kinds[v])
-			agg.Versions = append(agg.Versions, aggregatedVersion(v, g.kinds[v]))
-			if g.name == "" {
-				apiVersions.Versions = append(apiVersions.Versions, v)
-				s.legacy["/api/"+v] = newDocument(list, jsonType)
-			} else {
-				s.legacy["/apis/"+gv] = newDocument(list, jsonType)
+// build encodes the document at path (see document).
+func (s *snapshot) build(path, aggregatedVersion string) *document {
+	if aggregatedVersion != "" {
+		var items []apidiscoveryv2.APIGroupDiscovery
+		for _, g := range s.groups {
+			if (path == "/api") == (g.name == "") {
+				items = append(items, aggregatedGroupOf(g))
 			}
 		}
-		if g.name == "" {
-			coreAgg = append(coreAgg, agg)
-			continue
-		}
-		groupsAgg = append(groupsAgg, agg)
-		apiGroup := metav1.APIGroup{Name: g.name}
-		for _, v := range g.versions {
-			apiGroup.Versions = append(apiGroup.Versions, metav1.GroupVersionForDiscovery{
-				GroupVersion: g.name + "/" + v, Version: v,
-			})
-		}
-		apiGroup.PreferredVersion = apiGroup.Versions[0]
-		groupList.Groups = append(groupList.Groups, apiGroup)
-		one := apiGroup
-		one.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
-		s.legacy["/apis/"+g.name] = newDocument(&one, jsonType)
+		return aggregatedDocument(items, aggregatedVersion)
 	}
-	s.legacy["/api"] = newDocument(apiVersions, jsonType)
-	s.legacy["/apis"] = newDocument(groupList, jsonType)
-	s.aggregated["/api"] = aggregatedDocuments(coreAgg)
-	s.aggregated["/apis"] = aggregatedDocuments(groupsAgg)
-	return s
+	switch {
+	case path == "/api":
+		apiVersions := &metav1.APIVersions{
+			TypeMeta:                   metav1.TypeMeta{Kind: "APIVersions"},
+			Versions:                   []string{},
+			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{},
+		}
+		if core := s.byName[""]; core != nil {
+			apiVersions.Versions = append(apiVersions.Versions, core.versions...)
+		}
+		return newDocument(apiVersions, jsonType)
+	case path == "/apis":
+		groupList := &metav1.APIGroupList{
+			TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
+			Groups:   []metav1.APIGroup{},
+		}
+		for _, g := range s.groups {
+			if g.name != "" {
+				groupList.Groups = append(groupList.Groups, apiGroupOf(g))
+			}
+		}
+		return newDocument(groupList, jsonType)
+	case strings.HasPrefix(path, "/api/"):
+		v := strings.TrimPrefix(path, "/api/")
+		if core := s.byName[""]; core != nil && len(core.kinds[v]) > 0 {
+			return newDocument(resourceList(v, core.kinds[v]), jsonType)
+		}
+	case strings.HasPrefix(path, "/apis/"):
+		group, version, hasVersion := strings.Cut(strings.TrimPrefix(path, "/apis/"), "/")
+		g := s.byName[group]
+		if g == nil || group == "" {
+			return nil
+		}
+		if !hasVersion {
+			one := apiGroupOf(g)
+			one.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+			return newDocument(&one, jsonType)
+		}
+		if len(g.kinds[version]) > 0 && !strings.Contains(version, "/") {
+			return newDocument(resourceList(group+"/"+version, g.kinds[version]), jsonType)
+		}
+	}
+	return nil
+}
+
+// apiGroupOf is the legacy discovery of a group: its versions, the first preferred.
+func apiGroupOf(g *groupInfo) metav1.APIGroup {
+	apiGroup := metav1.APIGroup{Name: g.name}
+	for _, v := range g.versions {
+		apiGroup.Versions = append(apiGroup.Versions, metav1.GroupVersionForDiscovery{
+			GroupVersion: g.name + "/" + v, Version: v,
+		})
+	}
+	apiGroup.PreferredVersion = apiGroup.Versions[0]
+	return apiGroup
+}
+
+// aggregatedGroupOf is the aggregated discovery of a group, versions in preference order.
+func aggregatedGroupOf(g *groupInfo) apidiscoveryv2.APIGroupDiscovery {
+	agg := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g.name}}
+	for _, v := range g.versions {
+		agg.Versions = append(agg.Versions, aggregatedVersion(v, g.kinds[v]))
+	}
+	return agg
 }
 
 func resourceList(gv string, kinds []*registry.Kind) *metav1.APIResourceList {
@@ -275,8 +324,8 @@ func aggregatedVersion(version string, kinds []*registry.Kind) apidiscoveryv2.AP
 	return out
 }
 
-// aggregatedDocuments encodes one aggregated list in every apidiscovery version served.
-func aggregatedDocuments(items []apidiscoveryv2.APIGroupDiscovery) map[string]*document {
+// aggregatedDocument encodes one aggregated list in the apidiscovery version asked for.
+func aggregatedDocument(items []apidiscoveryv2.APIGroupDiscovery, version string) *document {
 	if items == nil {
 		items = []apidiscoveryv2.APIGroupDiscovery{}
 	}
@@ -284,10 +333,10 @@ func aggregatedDocuments(items []apidiscoveryv2.APIGroupDiscovery) map[string]*d
 		TypeMeta: metav1.TypeMeta{Kind: aggregatedAs, APIVersion: apidiscoveryv2.SchemeGroupVersion.String()},
 		Items:    items,
 	}
-	return map[string]*document{
-		versionV2:      newDocument(v2, aggregatedContentType(versionV2)),
-		versionV2beta1: newDocument(toV2beta1(v2), aggregatedContentType(versionV2beta1)),
+	if version == versionV2beta1 {
+		return newDocument(toV2beta1(v2), aggregatedContentType(versionV2beta1))
 	}
+	return newDocument(v2, aggregatedContentType(versionV2))
 }
 
 func aggregatedContentType(version string) string {
@@ -353,15 +402,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.current()
 
 	var doc *document
-	if byVersion, ok := s.aggregated[path]; ok {
+	if path == "/api" || path == "/apis" {
 		if v := aggregatedVersionAccepted(r.Header.Get("Accept")); v != "" {
-			doc = byVersion[v]
+			doc = s.document(path, v)
 		}
 		// The body depends on Accept: caches must key on it.
 		w.Header().Add("Vary", "Accept")
 	}
 	if doc == nil {
-		doc = s.legacy[path]
+		doc = s.document(path, "")
 	}
 	if doc == nil {
 		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound,
