@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -111,6 +112,7 @@ type GarbageCollector struct {
 	dynamic   dynamic.Interface
 	metadata  metadata.Interface
 	discovery discovery.DiscoveryInterface
+	http      *http.Client // for the discovery ETags
 	log       *slog.Logger
 
 	graph *graph
@@ -133,6 +135,10 @@ type GarbageCollector struct {
 	wake     chan struct{}
 	// rediscover asks the discovery loop to run now.
 	rediscover chan struct{}
+	// discovered holds the ETags of the aggregated discovery documents the last complete
+	// resync acted on: while they are the same, resyncing would change nothing. Owned by
+	// the discovery loop.
+	discovered string
 }
 
 // New builds a garbage collector that acts through cfg.
@@ -150,7 +156,11 @@ func New(cfg *rest.Config, o Options) (*GarbageCollector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &GarbageCollector{cfg: cfg, o: o, dynamic: dyn, metadata: md, discovery: disc, log: o.Log}, nil
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &GarbageCollector{cfg: cfg, o: o, dynamic: dyn, metadata: md, discovery: disc, http: hc, log: o.Log}, nil
 }
 
 // Start runs the garbage collector until ctx ends: it discovers the resources, fills the
@@ -168,6 +178,7 @@ func (gc *GarbageCollector) Start(ctx context.Context) error {
 	gc.activate = map[schema.GroupVersionResource]bool{}
 	gc.wake = make(chan struct{}, 1)
 	gc.rediscover = make(chan struct{}, 1)
+	gc.discovered = ""
 	rec, err := recorder.Start(ctx, gc.cfg, Name)
 	if err != nil {
 		return err
@@ -271,6 +282,12 @@ func (gc *GarbageCollector) requestRediscovery() {
 // resync discovers the served resources, starts informers for new ones and stops those of
 // resources that went away (forgetting their objects).
 func (gc *GarbageCollector) resync(ctx context.Context, informers *sync.WaitGroup) error {
+	// With thousands of CRDs a discovery is megabytes to decode: skip it (and the resync,
+	// which would find the same resources) while the server's discovery is unchanged.
+	tags, tagErr := gc.discoveryTags(ctx)
+	if tagErr == nil && tags == gc.discovered {
+		return nil
+	}
 	lists, err := gc.discovery.ServerPreferredResources()
 	failed := map[schema.GroupVersion]bool{}
 	if err != nil {
@@ -357,7 +374,41 @@ func (gc *GarbageCollector) resync(ctx context.Context, informers *sync.WaitGrou
 		gc.log.Info("stopped watching", "resource", gvr.String())
 	}
 	gc.mu.Unlock()
-	return gc.probe(ctx, fresh, informers)
+	if err := gc.probe(ctx, fresh, informers); err != nil {
+		return err
+	}
+	if tagErr == nil && len(failed) == 0 {
+		gc.discovered = tags
+	}
+	return nil
+}
+
+// aggregatedDiscovery is the media type of aggregated discovery, the documents whose ETags
+// discoveryTags reads.
+const aggregatedDiscovery = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+// discoveryTags returns the ETags of the aggregated /api and /apis discovery documents
+// (HEAD requests: no body). They change whenever a served resource does.
+func (gc *GarbageCollector) discoveryTags(ctx context.Context) (string, error) {
+	var tags []string
+	for _, path := range []string{"/api", "/apis"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodHead, strings.TrimSuffix(gc.cfg.Host, "/")+path, nil)
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Accept", aggregatedDiscovery)
+		resp, err := gc.http.Do(req)
+		if err != nil {
+			return "", err
+		}
+		resp.Body.Close()
+		tag := resp.Header.Get("ETag")
+		if resp.StatusCode != http.StatusOK || tag == "" {
+			return "", fmt.Errorf("HEAD %s: %s, ETag %q", path, resp.Status, tag)
+		}
+		tags = append(tags, tag)
+	}
+	return strings.Join(tags, " "), nil
 }
 
 // isCustom says whether a resource is served by a CRD (its name is <plural>.<group>).
