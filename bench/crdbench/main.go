@@ -8,7 +8,7 @@
 //     columns) with -clients clients; report when the last create returned, when the last
 //     CRD became Established (seen through a watch, so that the measurement does not list
 //     thousands of CRDs over and over), and the RSS of -pids afterwards.
-//   - api-resources (-kubectl PATH): a cold `kubectl api-resources` (empty cache dir).
+//   - api-resources (-kubectl PATH): a cold `kubectl api-resources` (empty cache dir), 3 times.
 //   - P2 (-crs N): create one CRD with a schema and two CEL rules, then N custom resources
 //     of it with -clients clients; report the rate.
 package main
@@ -124,16 +124,21 @@ func main() {
 		emit(r)
 	}
 	if *kubectl != "" {
-		dir, err := os.MkdirTemp("", "crdbench-kubecache-")
-		check(err)
-		start := time.Now()
-		cmd := exec.Command(*kubectl, "--kubeconfig", *kubeconfig, "--cache-dir", dir, "api-resources", "-o", "name")
-		out, err := cmd.Output()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "kubectl api-resources: %v\n", err)
+		// Three cold runs (each with an empty cache dir): the time is mostly kubectl writing
+		// one cache file per group-version, which swings with the machine's load.
+		for range 3 {
+			dir, err := os.MkdirTemp("", "crdbench-kubecache-")
+			check(err)
+			start := time.Now()
+			cmd := exec.Command(*kubectl, "--kubeconfig", *kubeconfig, "--cache-dir", dir, "api-resources", "-o", "name")
+			out, err := cmd.Output()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "kubectl api-resources: %v\n", err)
+			}
+			elapsed := time.Since(start)
+			os.RemoveAll(dir)
+			emit(result{Target: *name, Op: "api-resources", N: strings.Count(string(out), "\n"), Seconds: elapsed.Seconds()})
 		}
-		os.RemoveAll(dir)
-		emit(result{Target: *name, Op: "api-resources", N: strings.Count(string(out), "\n"), Seconds: time.Since(start).Seconds()})
 	}
 	if *crs > 0 {
 		r, err := p2(ctx, ext, dyn, run, *crs, *clients)

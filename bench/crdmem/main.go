@@ -152,6 +152,7 @@ func run(kube string, n, clients int, heapProfile string) error {
 		created.Round(time.Millisecond), established.Round(time.Millisecond), (established - created).Round(time.Millisecond))
 	fmt.Printf("RSS: %.1f MB -> %.1f MB: %.1f KB per CRD\n", mb(rss0), mb(rss1), float64(rss1-rss0)/1024/float64(n))
 	fmt.Printf("Go heap in use after GC: %.1f MB -> %.1f MB: %.1f KB per CRD\n", mb(heap0), mb(heap1), float64(heap1-heap0)/1024/float64(n))
+	fmt.Printf("RSS after: %s\n", rssParts(pid))
 	if heapProfile != "" {
 		return saveHeapProfile(cfg, heapProfile)
 	}
@@ -199,6 +200,23 @@ func measure(cfg *rest.Config, pid int) (rss, heap int64, err error) {
 		}
 	}
 	return rss, heap, nil
+}
+
+// rssParts reads the anonymous, file-backed and shared parts of the server's RSS.
+func rssParts(pid int) string {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return err.Error()
+	}
+	var parts []string
+	for _, line := range strings.Split(string(status), "\n") {
+		for _, k := range []string{"RssAnon:", "RssFile:", "RssShmem:"} {
+			if v, ok := strings.CutPrefix(line, k); ok {
+				parts = append(parts, k+" "+strings.Join(strings.Fields(v), " "))
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func saveHeapProfile(cfg *rest.Config, path string) error {
