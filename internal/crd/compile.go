@@ -46,6 +46,7 @@ func Compile(crd *Stripped, o Options, terminating bool) []*registry.Kind {
 			Namespaced:     crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
 			Strategy:       vs,
 			SchemaFunc:     vs.openAPISchema,
+			Attrs:          vs.attrs,
 			StorageVersion: storage,
 			Generation:     true,
 		}
@@ -110,6 +111,9 @@ type version struct {
 
 	oapiOnce sync.Once
 	oapi     *spec.Schema
+
+	fieldsOnce sync.Once
+	fields     []*selectableField
 }
 
 func (vs *version) apiVersion() string { return vs.c.crd.Spec.Group + "/" + vs.v.Name }

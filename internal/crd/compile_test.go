@@ -12,7 +12,7 @@ import (
 const widgetCRD = `{"metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced",
 	"names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},
 	"versions":[
-	 {"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object",
+	 {"name":"v1","served":true,"storage":true,"selectableFields":[{"jsonPath":".spec.name"}],"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object",
 	   "x-kubernetes-validations":[{"rule":"self.size <= 10","message":"too big"}],
 	   "properties":{"size":{"type":"integer","default":3},"name":{"type":"string"}}}}}}},
 	 {"name":"v2","served":false,"storage":false,"schema":{"openAPIV3Schema":{"type":"object"}}}]}}`
@@ -37,12 +37,12 @@ func compileWidget(t *testing.T) []*version {
 	return []*version{kinds[0].Strategy.(*version)}
 }
 
-// TestCompileIsLazy: compiling a CRD builds no schema, validator or CEL program; the first
-// request does, once.
+// TestCompileIsLazy: compiling a CRD builds no schema, validator, CEL program or
+// selectable-field path; the first request does, once.
 func TestCompileIsLazy(t *testing.T) {
 	vs := compileWidget(t)[0]
-	if vs.schema != nil || vs.oapi != nil || vs.c.conv != nil {
-		t.Fatal("Compile built the schema, OpenAPI or converter eagerly")
+	if vs.schema != nil || vs.oapi != nil || vs.c.conv != nil || vs.fields != nil {
+		t.Fatal("Compile built the schema, OpenAPI, converter or selectable fields eagerly")
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
 		"metadata": map[string]any{"name": "w", "namespace": "d"}, "spec": map[string]any{"name": "x", "extra": true}}}

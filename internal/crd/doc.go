@@ -12,6 +12,10 @@
 // upstream's (k8s.io/apiextensions-apiserver): the strategy of a custom resource is
 // upstream's customresource strategy, fed with the structural schema of the version.
 //
+// Field selectors on custom resources may name metadata.name, metadata.namespace (namespaced
+// resources) and the version's spec.versions[].selectableFields, valued as upstream does
+// (Kind.Attrs; the JSONPaths are parsed on first use).
+//
 // Conversion between versions runs in Kind.FromStorage and Kind.ToStorage: strategy None
 // rewrites apiVersion; strategy Webhook sends a ConversionReview v1 over TLS to
 // clientConfig.url (service references need Options.ResolveService, as Kube runs no
