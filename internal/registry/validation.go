@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -41,7 +42,16 @@ func ValidateObjectMeta(obj *unstructured.Unstructured, namespaced bool, nameFn 
 // deleting. The caller sets resourceVersion (from the stored object for an unconditional
 // update), uid and creationTimestamp before calling it, as kube-apiserver does.
 func ValidateObjectMetaUpdate(obj, old *unstructured.Unstructured, namespaced bool, nameFn NameFunc, fld *field.Path) field.ErrorList {
-	errs := ValidateObjectMeta(obj, namespaced, nameFn, fld)
+	if errs := checkTypes(obj.Object["metadata"], objectMetaType, fld); len(errs) > 0 {
+		return errs
+	}
+	return validateObjectMetaUpdate(obj, old, namespaced, nameFn, fld)
+}
+
+// validateObjectMetaUpdate is ValidateObjectMetaUpdate for an object whose metadata types
+// were checked already (a typed strategy checks the whole object before).
+func validateObjectMetaUpdate(obj, old *unstructured.Unstructured, namespaced bool, nameFn NameFunc, fld *field.Path) field.ErrorList {
+	errs := apivalidation.ValidateObjectMetaAccessor(obj, namespaced, nameFn, fld)
 	if len(errs) > 0 {
 		return errs
 	}
@@ -79,138 +89,311 @@ func pathString(p *field.Path) string {
 // checkTypes compares an unstructured value with the Go type it must decode into and
 // reports each mismatch at its path, so that bad input becomes a 422 with causes rather
 // than a conversion error. Unknown fields are not its concern; nil is accepted anywhere.
+//
+// It runs on every write of a built-in kind, so the per-type work (walking struct fields and
+// their tags) is done once per type (typeCheckOf) and paths are built only for errors.
 func checkTypes(v any, t reflect.Type, fld *field.Path) field.ErrorList {
 	if v == nil {
 		return nil
 	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
+	c := typeChecker{root: fld}
+	c.check(v, typeCheckOf(t))
+	return c.errs
+}
+
+// checkKind is what a typeCheck expects of a value.
+type checkKind uint8
+
+const (
+	checkAny         checkKind = iota // anything (RawExtension, interfaces, unknown kinds)
+	checkTime                         // metav1.Time, metav1.MicroTime
+	checkIntOrString                  // intstr.IntOrString
+	checkQuantity                     // resource.Quantity
+	checkTypedString                  // a self-describing type whose first OpenAPI type is string
+	checkStruct
+	checkBytes // []byte, base64 in JSON
+	checkSlice
+	checkMap
+	checkString
+	checkBool
+	checkInt
+	checkInt32
+	checkFloat
+)
+
+// typeCheck is what checkTypes needs to know of a Go type, computed once per type.
+type typeCheck struct {
+	kind   checkKind
+	fields []fieldCheck // checkStruct: its JSON fields in declaration order
+	elem   *typeCheck   // checkSlice, checkMap
+}
+
+type fieldCheck struct {
+	name string
+	c    *typeCheck
+}
+
+var (
+	typeChecks   sync.Map // reflect.Type -> *typeCheck
+	typeChecksMu sync.Mutex
+)
+
+// typeCheckOf returns the typeCheck of t, building it (and those of the types it contains)
+// on first use.
+func typeCheckOf(t reflect.Type) *typeCheck {
+	if tc, ok := typeChecks.Load(t); ok {
+		return tc.(*typeCheck)
 	}
-	switch t {
+	typeChecksMu.Lock()
+	defer typeChecksMu.Unlock()
+	building := map[reflect.Type]*typeCheck{}
+	tc := buildTypeCheck(t, building)
+	for bt, btc := range building {
+		typeChecks.LoadOrStore(bt, btc)
+	}
+	return tc
+}
+
+func buildTypeCheck(t reflect.Type, building map[reflect.Type]*typeCheck) *typeCheck {
+	if tc, ok := typeChecks.Load(t); ok {
+		return tc.(*typeCheck)
+	}
+	if tc, ok := building[t]; ok {
+		return tc // a recursive type: filled in by the caller that started it
+	}
+	tc := &typeCheck{}
+	building[t] = tc
+	et := t
+	for et.Kind() == reflect.Pointer {
+		et = et.Elem()
+	}
+	switch et {
 	case rawExtension:
-		return nil
+		return tc
 	case reflect.TypeFor[metav1.Time](), reflect.TypeFor[metav1.MicroTime]():
+		tc.kind = checkTime
+		return tc
+	case reflect.TypeFor[intstr.IntOrString]():
+		tc.kind = checkIntOrString
+		return tc
+	case reflect.TypeFor[resource.Quantity]():
+		tc.kind = checkQuantity
+		return tc
+	}
+	if o, ok := reflect.Zero(et).Interface().(openAPITyper); ok && et.Kind() == reflect.Struct {
+		// Other self-describing types (apiextensions JSON, JSONSchemaPropsOr*) accept any
+		// JSON value of their declared types.
+		if types := o.OpenAPISchemaType(); len(types) > 0 && types[0] == "string" {
+			tc.kind = checkTypedString
+		}
+		return tc
+	}
+	switch et.Kind() {
+	case reflect.Struct:
+		tc.kind = checkStruct
+		forEachJSONField(et, func(name string, ft reflect.Type) {
+			tc.fields = append(tc.fields, fieldCheck{name: name, c: buildTypeCheck(ft, building)})
+		})
+	case reflect.Slice, reflect.Array:
+		if et.Elem().Kind() == reflect.Uint8 {
+			tc.kind = checkBytes
+		} else {
+			tc.kind, tc.elem = checkSlice, buildTypeCheck(et.Elem(), building)
+		}
+	case reflect.Map:
+		tc.kind, tc.elem = checkMap, buildTypeCheck(et.Elem(), building)
+	case reflect.String:
+		tc.kind = checkString
+	case reflect.Bool:
+		tc.kind = checkBool
+	case reflect.Int32:
+		tc.kind = checkInt32
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		tc.kind = checkInt
+	case reflect.Float32, reflect.Float64:
+		tc.kind = checkFloat
+	}
+	return tc
+}
+
+// pathElem is one step below the root: a field name, a list index or a map key.
+type pathElem struct {
+	name  string
+	index int
+	step  uint8 // stepChild, stepIndex, stepKey
+}
+
+const (
+	stepChild uint8 = iota
+	stepIndex
+	stepKey
+)
+
+// typeChecker walks one value. The path to the value being checked is kept as a stack of
+// steps, in an array that lives on the caller's stack for all but very deep values, and is
+// turned into a *field.Path only when there is an error to report.
+type typeChecker struct {
+	root  *field.Path
+	errs  field.ErrorList
+	steps [24]pathElem
+	deep  []pathElem // steps beyond len(steps)
+	depth int
+}
+
+func (c *typeChecker) push(e pathElem) {
+	if c.depth < len(c.steps) {
+		c.steps[c.depth] = e
+	} else {
+		c.deep = append(c.deep[:c.depth-len(c.steps)], e)
+	}
+	c.depth++
+}
+
+func (c *typeChecker) pop() { c.depth-- }
+
+// path is the *field.Path of the value being checked, as the recursive checkTypes built it:
+// a field below a nil root starts a path of its own, an index or key below a nil root hangs
+// from an empty path.
+func (c *typeChecker) path() *field.Path {
+	p := c.root
+	for i := range c.depth {
+		var e pathElem
+		if i < len(c.steps) {
+			e = c.steps[i]
+		} else {
+			e = c.deep[i-len(c.steps)]
+		}
+		switch e.step {
+		case stepChild:
+			p = child(p, e.name)
+		case stepIndex:
+			if p == nil {
+				p = field.NewPath("")
+			}
+			p = p.Index(e.index)
+		case stepKey:
+			if p == nil {
+				p = field.NewPath("")
+			}
+			p = p.Key(e.name)
+		}
+	}
+	return p
+}
+
+func (c *typeChecker) fail(e *field.Error) { c.errs = append(c.errs, e) }
+
+func (c *typeChecker) check(v any, tc *typeCheck) {
+	if v == nil {
+		return
+	}
+	switch tc.kind {
+	case checkTime:
 		s, ok := v.(string)
 		if !ok {
-			return field.ErrorList{field.TypeInvalid(fld, v, "must be a string (RFC 3339 date-time)")}
+			c.fail(field.TypeInvalid(c.path(), v, "must be a string (RFC 3339 date-time)"))
+			return
 		}
 		if _, err := time.Parse(time.RFC3339Nano, s); err != nil && s != "" {
-			return field.ErrorList{field.Invalid(fld, s, "must be an RFC 3339 date-time")}
+			c.fail(field.Invalid(c.path(), s, "must be an RFC 3339 date-time"))
 		}
-		return nil
-	case reflect.TypeFor[intstr.IntOrString]():
-		switch v.(type) {
-		case string:
-			return nil
-		default:
-			if isInteger(v) {
-				return nil
-			}
+	case checkIntOrString:
+		if _, ok := v.(string); ok || isInteger(v) {
+			return
 		}
-		return field.ErrorList{field.TypeInvalid(fld, v, "must be an integer or a string")}
-	case reflect.TypeFor[resource.Quantity]():
+		c.fail(field.TypeInvalid(c.path(), v, "must be an integer or a string"))
+	case checkQuantity:
 		switch x := v.(type) {
 		case string:
 			if _, err := resource.ParseQuantity(x); err != nil {
-				return field.ErrorList{field.Invalid(fld, x, err.Error())}
+				c.fail(field.Invalid(c.path(), x, err.Error()))
 			}
-			return nil
+			return
 		default:
 			if isNumber(v) {
-				return nil
+				return
 			}
 		}
-		return field.ErrorList{field.TypeInvalid(fld, v, "must be a quantity (string or number)")}
-	}
-	if o, ok := reflect.Zero(t).Interface().(openAPITyper); ok && t.Kind() == reflect.Struct {
-		// Other self-describing types (apiextensions JSON, JSONSchemaPropsOr*) accept any
-		// JSON value of their declared types.
-		types := o.OpenAPISchemaType()
-		if len(types) == 0 {
-			return nil
+		c.fail(field.TypeInvalid(c.path(), v, "must be a quantity (string or number)"))
+	case checkTypedString:
+		if _, ok := v.(string); !ok {
+			c.fail(field.TypeInvalid(c.path(), v, "must be a string"))
 		}
-		if types[0] == "string" {
-			if _, ok := v.(string); !ok {
-				return field.ErrorList{field.TypeInvalid(fld, v, "must be a string")}
-			}
-		}
-		return nil
-	}
-	switch t.Kind() {
-	case reflect.Struct:
+	case checkStruct:
 		m, ok := v.(map[string]any)
 		if !ok {
-			return field.ErrorList{field.TypeInvalid(fld, shortValue(v), "must be an object")}
+			c.fail(field.TypeInvalid(c.path(), shortValue(v), "must be an object"))
+			return
 		}
-		var errs field.ErrorList
-		forEachJSONField(t, func(name string, ft reflect.Type) {
-			if fv, ok := m[name]; ok {
-				errs = append(errs, checkTypes(fv, ft, child(fld, name))...)
+		for i := range tc.fields {
+			f := &tc.fields[i]
+			if fv, ok := m[f.name]; ok && fv != nil && f.c.kind != checkAny {
+				c.push(pathElem{name: f.name, step: stepChild})
+				c.check(fv, f.c)
+				c.pop()
 			}
-		})
-		return errs
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 {
-			s, ok := v.(string)
-			if !ok {
-				return field.ErrorList{field.TypeInvalid(fld, shortValue(v), "must be a base64-encoded string")}
-			}
-			if _, err := base64.StdEncoding.DecodeString(s); err != nil {
-				return field.ErrorList{field.Invalid(fld, "<value redacted>", "must be base64-encoded: "+err.Error())}
-			}
-			return nil
 		}
+	case checkBytes:
+		s, ok := v.(string)
+		if !ok {
+			c.fail(field.TypeInvalid(c.path(), shortValue(v), "must be a base64-encoded string"))
+			return
+		}
+		if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+			c.fail(field.Invalid(c.path(), "<value redacted>", "must be base64-encoded: "+err.Error()))
+		}
+	case checkSlice:
 		l, ok := v.([]any)
 		if !ok {
-			return field.ErrorList{field.TypeInvalid(fld, shortValue(v), "must be an array")}
+			c.fail(field.TypeInvalid(c.path(), shortValue(v), "must be an array"))
+			return
 		}
-		var errs field.ErrorList
+		if tc.elem.kind == checkAny {
+			return
+		}
 		for i, e := range l {
-			p := fld
-			if p == nil {
-				p = field.NewPath("")
-			}
-			errs = append(errs, checkTypes(e, t.Elem(), p.Index(i))...)
+			c.push(pathElem{index: i, step: stepIndex})
+			c.check(e, tc.elem)
+			c.pop()
 		}
-		return errs
-	case reflect.Map:
+	case checkMap:
 		m, ok := v.(map[string]any)
 		if !ok {
-			return field.ErrorList{field.TypeInvalid(fld, shortValue(v), "must be an object")}
+			c.fail(field.TypeInvalid(c.path(), shortValue(v), "must be an object"))
+			return
 		}
-		var errs field.ErrorList
+		if tc.elem.kind == checkAny {
+			return
+		}
 		for k, e := range m {
-			p := fld
-			if p == nil {
-				p = field.NewPath("")
-			}
-			errs = append(errs, checkTypes(e, t.Elem(), p.Key(k))...)
+			c.push(pathElem{name: k, step: stepKey})
+			c.check(e, tc.elem)
+			c.pop()
 		}
-		return errs
-	case reflect.String:
+	case checkString:
 		if _, ok := v.(string); !ok {
-			return field.ErrorList{field.TypeInvalid(fld, shortValue(v), "must be a string")}
+			c.fail(field.TypeInvalid(c.path(), shortValue(v), "must be a string"))
 		}
-	case reflect.Bool:
+	case checkBool:
 		if _, ok := v.(bool); !ok {
-			return field.ErrorList{field.TypeInvalid(fld, shortValue(v), "must be a boolean")}
+			c.fail(field.TypeInvalid(c.path(), shortValue(v), "must be a boolean"))
 		}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+	case checkInt, checkInt32:
 		if !isInteger(v) {
-			return field.ErrorList{field.TypeInvalid(fld, shortValue(v), "must be an integer")}
+			c.fail(field.TypeInvalid(c.path(), shortValue(v), "must be an integer"))
+			return
 		}
-		if t.Kind() == reflect.Int32 {
+		if tc.kind == checkInt32 {
 			if n, _ := toFloat(v); n > math.MaxInt32 || n < math.MinInt32 {
-				return field.ErrorList{field.Invalid(fld, v, "must fit in a 32-bit integer")}
+				c.fail(field.Invalid(c.path(), v, "must fit in a 32-bit integer"))
 			}
 		}
-	case reflect.Float32, reflect.Float64:
+	case checkFloat:
 		if !isNumber(v) {
-			return field.ErrorList{field.TypeInvalid(fld, shortValue(v), "must be a number")}
+			c.fail(field.TypeInvalid(c.path(), shortValue(v), "must be a number"))
 		}
 	}
-	return nil
 }
 
 // shortValue keeps error messages small: composite values are described, not echoed.
@@ -317,7 +500,8 @@ func (s *typedStrategy[T]) Validate(obj *unstructured.Unstructured) field.ErrorL
 	if errs := decode(obj, typed); len(errs) > 0 {
 		return errs
 	}
-	errs := ValidateObjectMeta(obj, s.namespaced, s.name, field.NewPath("metadata"))
+	// decode checked the types of the whole object, metadata included.
+	errs := apivalidation.ValidateObjectMetaAccessor(obj, s.namespaced, s.name, field.NewPath("metadata"))
 	if s.validate != nil {
 		errs = append(errs, s.validate(typed)...)
 	}
@@ -329,7 +513,7 @@ func (s *typedStrategy[T]) ValidateUpdate(obj, old *unstructured.Unstructured) f
 	if errs := decode(obj, typed); len(errs) > 0 {
 		return errs
 	}
-	errs := ValidateObjectMetaUpdate(obj, old, s.namespaced, s.name, field.NewPath("metadata"))
+	errs := validateObjectMetaUpdate(obj, old, s.namespaced, s.name, field.NewPath("metadata"))
 	if s.validate != nil {
 		errs = append(errs, s.validate(typed)...)
 	}
