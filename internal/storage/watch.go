@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -73,20 +74,33 @@ func (s *Store) Watch(ctx context.Context, prefix string, o WatchOptions) (Watch
 		prefix += "/"
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV()}
-	if o.Revision > 0 {
-		opts = append(opts, clientv3.WithRev(o.Revision+1))
-	}
+	base := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV()}
 	if o.ProgressNotify {
-		opts = append(opts, clientv3.WithProgressNotify())
+		base = append(base, clientv3.WithProgressNotify())
+	}
+	open := func(rev int64) clientv3.WatchChan {
+		opts := base
+		if rev > 0 {
+			opts = append(slices.Clip(opts), clientv3.WithRev(rev))
+		}
+		return s.client.Watch(clientv3.WithRequireLeader(ctx), prefix, opts...)
+	}
+	var start int64
+	if o.Revision > 0 {
+		// From o.Revision itself, not o.Revision+1: the events of that revision are dropped
+		// below. etcd sends no progress notification on a watch stream while one of its
+		// watchers starts after the current revision, and a watch from "the revision just
+		// listed + 1" is exactly that until the next write anywhere: every consistent read
+		// of a watch cache sharing the stream (they all do) would wait for it.
+		// (When etcd has compacted exactly that revision, run reopens from o.Revision+1.)
+		start = o.Revision
 	}
 	w := &etcdWatcher{cancel: cancel, out: make(chan Event, 100)}
-	wch := s.client.Watch(clientv3.WithRequireLeader(ctx), prefix, opts...)
-	go w.run(ctx, s, wch, prefix, o)
+	go w.run(ctx, s, open, open(start), prefix, o)
 	return w, nil
 }
 
-func (w *etcdWatcher) run(ctx context.Context, s *Store, wch clientv3.WatchChan, prefix string, o WatchOptions) {
+func (w *etcdWatcher) run(ctx context.Context, s *Store, open func(int64) clientv3.WatchChan, wch clientv3.WatchChan, prefix string, o WatchOptions) {
 	defer close(w.out)
 	defer w.cancel()
 	send := func(ev Event) bool {
@@ -97,10 +111,22 @@ func (w *etcdWatcher) run(ctx context.Context, s *Store, wch clientv3.WatchChan,
 			return false
 		}
 	}
-	for resp := range wch {
+	reopened := false
+	for {
+		resp, ok := <-wch
+		if !ok {
+			break
+		}
 		if err := resp.Err(); err != nil {
 			if ctx.Err() != nil {
 				return
+			}
+			if errors.Is(err, rpctypes.ErrCompacted) && !reopened && o.Revision > 0 && resp.CompactRevision == o.Revision+1 {
+				// Only the revision Watch added was compacted: the changes after
+				// o.Revision are all still there.
+				reopened = true
+				wch = open(o.Revision + 1)
+				continue
 			}
 			if errors.Is(err, rpctypes.ErrCompacted) {
 				err = &Error{Kind: ErrCompacted, Key: prefix, Requested: o.Revision, Current: resp.CompactRevision}
@@ -115,6 +141,9 @@ func (w *etcdWatcher) run(ctx context.Context, s *Store, wch clientv3.WatchChan,
 			continue
 		}
 		for _, e := range resp.Events {
+			if e.Kv.ModRevision <= o.Revision {
+				continue // already seen by the caller (see Watch)
+			}
 			ev, err := s.toEvent(e)
 			if err != nil {
 				send(Event{Type: ErrorEvent, Err: err})

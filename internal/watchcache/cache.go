@@ -400,7 +400,9 @@ func (c *Cache) waitFor(ctx context.Context, rev int64, progress bool) error {
 		if err := c.o.Store.RequestProgress(ctx); err != nil {
 			return err
 		}
-		t := c.o.Clock.NewTicker(c.o.WaitTimeout / 6)
+		// etcd answers a progress request only while every watcher of the stream is synced
+		// (a new watch is not, for up to 100 ms): ask again as often as kube-apiserver does.
+		t := c.o.Clock.NewTicker(min(progressRetry, c.o.WaitTimeout/6))
 		defer t.Stop()
 		tick = t.C()
 	}
@@ -432,6 +434,10 @@ func (c *Cache) waitFor(ctx context.Context, rev int64, progress bool) error {
 		}
 	}
 }
+
+// progressRetry is how often a wait for the cache to reach a revision asks etcd for
+// progress again.
+const progressRetry = 100 * time.Millisecond
 
 // fence returns storage's current revision once the cache has reached it.
 func (c *Cache) fence(ctx context.Context) (int64, error) {

@@ -226,6 +226,10 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 	ctx := testCtx(t)
 	res, prefix := testResource(t)
 	c := startCache(t, Options{Prefix: prefix, WatcherBufferSize: 5})
+	// A new etcd watch catches up in etcd's next sync pass (up to 100 ms), which delivers
+	// what it missed in one burst; wait until the cache's watch has delivered something, so
+	// that the changes below reach it one by one.
+	waitRev(t, c, create(t, key(res, "", "warm-up"), newObj("", "warm-up", nil)))
 	slow, err := c.Watch(ctx, prefix, WatchOptions{})
 	if err != nil {
 		t.Fatal(err)
