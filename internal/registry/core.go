@@ -127,6 +127,8 @@ func configMapKind() *Kind {
 		name:       nameDNSSubdomain,
 		newObj:     func() *corev1.ConfigMap { return &corev1.ConfigMap{} },
 		validate:   validateConfigMap,
+		// Only an immutable configmap restricts its updates.
+		oldMatters: func(old *unstructured.Unstructured) bool { return old.Object["immutable"] == true },
 		validateUpdate: func(cm, old *corev1.ConfigMap) field.ErrorList {
 			var errs field.ErrorList
 			if old.Immutable != nil && *old.Immutable {
