@@ -131,6 +131,29 @@ func bodyJSON(contentType string, data []byte, typed bool) ([]byte, error) {
 	return nil, unsupportedMediaType(contentType)
 }
 
+// decodeBody decodes an object body of any accepted media type. A protobuf body (typed: a
+// built-in kind) is converted from its Go object straight into the unstructured form, without
+// the JSON text round trip of bodyJSON; any other body is turned into JSON, which is also
+// returned (data is nil for protobuf: such a body cannot carry unknown or duplicate fields).
+func decodeBody(contentType string, body []byte, typed bool) (obj *unstructured.Unstructured, data []byte, err error) {
+	if typed && isProtobuf(contentType) {
+		typedObj, _, err := protoSerializer.Decode(body, nil, nil)
+		if err != nil {
+			return nil, nil, apierrors.NewBadRequest("the body is not a valid protobuf object: " + err.Error())
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typedObj)
+		if err != nil {
+			return nil, nil, apierrors.NewBadRequest("the body is not a valid protobuf object: " + err.Error())
+		}
+		return &unstructured.Unstructured{Object: m}, nil, nil
+	}
+	if data, err = bodyJSON(contentType, body, typed); err != nil {
+		return nil, nil, err
+	}
+	obj, err = decodeObject(data)
+	return obj, data, err
+}
+
 // decodeObject parses a JSON body into an object.
 func decodeObject(data []byte) (*unstructured.Unstructured, error) {
 	var v any

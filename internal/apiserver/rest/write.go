@@ -124,11 +124,7 @@ func (c *call) readObjectBody(o writeOptions) (*unstructured.Unstructured, error
 	if err != nil {
 		return nil, err
 	}
-	data, err := bodyJSON(c.r.Header.Get("Content-Type"), body, c.kind.NewTyped != nil)
-	if err != nil {
-		return nil, err
-	}
-	obj, err := decodeObject(data)
+	obj, data, err := decodeBody(c.r.Header.Get("Content-Type"), body, c.kind.NewTyped != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -148,8 +144,9 @@ func (c *call) readObjectBody(o writeOptions) (*unstructured.Unstructured, error
 		if err := c.applyFieldValidation(o, p.PruneUnknownFields(obj.Object)); err != nil {
 			return nil, err
 		}
-	} else if !isProtobuf(c.r.Header.Get("Content-Type")) {
-		// A protobuf body decoded into its Go type: it cannot carry unknown or duplicate fields.
+	} else if data != nil {
+		// Not protobuf (data is nil for a protobuf body, decoded into its Go type: it cannot
+		// carry unknown or duplicate fields).
 		if err := c.checkFields(o, data); err != nil {
 			return nil, err
 		}
