@@ -96,6 +96,7 @@ func (c *call) watch() {
 		encode = c.encodeEvent(true)
 	}
 	firstTable := true
+	unflushed := false // frames written since the last flush
 	for {
 		select {
 		case <-ctx.Done():
@@ -109,9 +110,8 @@ func (c *call) watch() {
 			var frame []byte
 			switch {
 			case ev.Type == storage.Bookmark && ev.InitialEventsEnd && !initialEnd:
-				continue // only asked-for initial-events markers reach the client
+				// only asked-for initial-events markers reach the client
 			case ev.Type == storage.Bookmark && !ev.InitialEventsEnd && !p.bookmarks:
-				continue
 			case out == outTable && ev.Type != storage.Bookmark && ev.Type != storage.ErrorEvent:
 				frame = c.tableFrame(ev, firstTable)
 				firstTable = false
@@ -122,13 +122,19 @@ func (c *call) watch() {
 					return
 				}
 			}
-			if _, err := c.w.Write(frame); err != nil {
-				return
+			if frame != nil {
+				if _, err := c.w.Write(frame); err != nil {
+					return
+				}
+				unflushed = true
 			}
-			if len(wt.ResultChan()) == 0 {
+			// Flush once nothing more is queued, also when the last queued event was one
+			// that is not sent (it must not hold back the frames before it).
+			if unflushed && len(wt.ResultChan()) == 0 {
 				if err := rc.Flush(); err != nil {
 					return
 				}
+				unflushed = false
 			}
 			if ev.Type == storage.ErrorEvent {
 				return
