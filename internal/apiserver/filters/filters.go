@@ -164,8 +164,8 @@ func withMetrics(h http.Handler, m *Metrics) http.Handler {
 				resource += "/" + info.Subresource
 			}
 		}
-		verb := strings.ToUpper(info.Verb)
-		if !metricVerbs[verb] {
+		verb, ok := metricVerbs[info.Verb]
+		if !ok {
 			verb = "OTHER" // any token is a method: keep the label set small
 		}
 		sw := &statusWriter{ResponseWriter: w}
@@ -175,17 +175,37 @@ func withMetrics(h http.Handler, m *Metrics) http.Handler {
 		if code == 0 {
 			code = http.StatusOK
 		}
-		m.Requests.WithLabelValues(verb, resource, strconv.Itoa(code)).Inc()
+		m.Requests.WithLabelValues(verb, resource, codeLabel(code)).Inc()
 		if info.Verb != "watch" {
 			m.Latency.WithLabelValues(verb, resource).Observe(time.Since(start).Seconds())
 		}
 	})
 }
 
-// metricVerbs are the verb label values; other methods count as OTHER.
-var metricVerbs = map[string]bool{
-	"GET": true, "LIST": true, "WATCH": true, "CREATE": true, "UPDATE": true, "PATCH": true,
-	"DELETE": true, "DELETECOLLECTION": true, "POST": true, "PUT": true, "HEAD": true, "OPTIONS": true,
+// metricVerbs are the verb label values by request verb (upper-cased); other verbs and
+// methods count as OTHER.
+var metricVerbs = func() map[string]string {
+	m := map[string]string{}
+	for _, v := range []string{"GET", "LIST", "WATCH", "CREATE", "UPDATE", "PATCH", "DELETE", "DELETECOLLECTION", "POST", "PUT", "HEAD", "OPTIONS"} {
+		m[strings.ToLower(v)] = v
+	}
+	return m
+}()
+
+// codeLabels are the code label values of the status codes below 600, formatted once.
+var codeLabels = func() []string {
+	l := make([]string, 600)
+	for i := range l {
+		l[i] = strconv.Itoa(i)
+	}
+	return l
+}()
+
+func codeLabel(code int) string {
+	if code >= 0 && code < len(codeLabels) {
+		return codeLabels[code]
+	}
+	return strconv.Itoa(code)
 }
 
 // anonymousAllowed are the paths a request without credentials may reach.

@@ -58,7 +58,7 @@ func InfoFrom(ctx context.Context) (*Info, bool) {
 //	/apis/<group>/<version>/... likewise
 //	/api/v1/watch/... and /apis/<g>/<v>/watch/... (deprecated watch paths)
 func Parse(r *http.Request) *Info {
-	info := &Info{Path: r.URL.Path, Verb: strings.ToLower(r.Method), UserAgent: r.UserAgent()}
+	info := &Info{Path: r.URL.Path, Verb: lowerMethod(r.Method), UserAgent: r.UserAgent()}
 	parts := splitPath(r.URL.Path)
 	if len(parts) < 1 || (parts[0] != "api" && parts[0] != "apis") || slices.Contains(parts, "") {
 		// An empty segment ("//") names nothing; the mux redirects such paths to their
@@ -108,7 +108,6 @@ func Parse(r *http.Request) *Info {
 	if len(parts) >= 3 {
 		info.Subresource = parts[2]
 	}
-	q := r.URL.Query()
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		switch {
@@ -117,7 +116,7 @@ func Parse(r *http.Request) *Info {
 			if watchPath {
 				info.Verb = "watch"
 			}
-		case watchPath || isTrue(q.Get("watch")):
+		case watchPath || isTrue(r.URL.Query().Get("watch")):
 			info.Verb = "watch"
 		default:
 			info.Verb = "list"
@@ -140,6 +139,27 @@ func Parse(r *http.Request) *Info {
 		info.Verb = VerbUnknown
 	}
 	return info
+}
+
+// lowerMethod is strings.ToLower(method), without allocating for the usual methods.
+func lowerMethod(method string) string {
+	switch method {
+	case http.MethodGet:
+		return "get"
+	case http.MethodPost:
+		return "post"
+	case http.MethodPut:
+		return "put"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	case http.MethodHead:
+		return "head"
+	case http.MethodOptions:
+		return "options"
+	}
+	return strings.ToLower(method)
 }
 
 func isTrue(s string) bool { return s == "1" || strings.EqualFold(s, "true") }
