@@ -69,8 +69,8 @@ func main() {
 		m, err := etcd.StartMember(ctx, etcd.MemberOptions{DataDir: dir})
 		check(err)
 		defer m.Close()
-		cli, err := etcd.NewClient(etcd.ClientOptions{Endpoints: m.ClientURLs()})
-		check(err)
+		cli := m.Client() // in-process, as kube server talks to its embedded member
+		defer cli.Close()
 		b = &storeBackend{s: storage.New(cli)}
 		if label == "" {
 			label = "store"

@@ -288,10 +288,8 @@ func storeP2(ctx context.Context, name string, n, clients int) error {
 		return err
 	}
 	defer m.Close()
-	cli, err := etcd.NewClient(etcd.ClientOptions{Endpoints: m.ClientURLs()})
-	if err != nil {
-		return err
-	}
+	cli := m.Client() // in-process, as kube server talks to its embedded member
+	defer cli.Close()
 	s := storage.New(cli)
 	var next atomic.Int64
 	var errCount atomic.Int64

