@@ -163,6 +163,12 @@ func (c *call) encodeEvent(metadataOnly bool) func(ev *watchcache.Event) ([]byte
 		case storage.ErrorEvent:
 			obj = eventStatus(ev.Err)
 		case storage.Added, storage.Modified, storage.Deleted:
+			if metadataOnly && ev.Object.GetAPIVersion() == c.kind.APIVersion() {
+				// Already in the asked-for version: no conversion could change the
+				// metadata, and read-time defaulting touches only the body.
+				obj = partial(ev.Object)
+				break
+			}
 			o, err := c.fromStorageDetached(ev.Object)
 			if err != nil {
 				obj, typ = eventStatus(err), string(storage.ErrorEvent)
