@@ -83,9 +83,11 @@ func New(ctx context.Context, o Options) (_ *Server, err error) {
 			Name:          "kube",
 			DataDir:       filepath.Join(o.DataDir, "etcd"),
 			UnsafeNoFsync: o.EtcdUnsafeNoFsync,
-			// Alone on loopback: no peer can be slow, so elect at once and start fast.
-			HeartbeatInterval: 10 * time.Millisecond,
-			ElectionTimeout:   100 * time.Millisecond,
+			// Alone on loopback: no peer can be slow, so elect at once and start fast,
+			// and keep no raft log in memory for followers that cannot exist.
+			HeartbeatInterval:      10 * time.Millisecond,
+			ElectionTimeout:        100 * time.Millisecond,
+			SnapshotCatchUpEntries: 100,
 		})
 		if err != nil {
 			return nil, err

@@ -258,15 +258,48 @@ func (gc *GarbageCollector) Start(ctx context.Context) error {
 			continue
 		case <-ticker.C:
 		case <-gc.rediscover:
-			// Let a burst of changes (a CRD and its establishment) settle.
-			select {
-			case <-ctx.Done():
+			if !gc.settle(ctx, &informers) {
 				return nil
-			case <-time.After(time.Second):
 			}
 		}
 		if err := gc.resync(ctx, &informers); err != nil && ctx.Err() == nil {
 			gc.log.Warn("discovery", "err", err)
+		}
+	}
+}
+
+// Rediscovery waits for a burst of CRD changes to settle: until none came for
+// rediscoverQuiet, at most rediscoverMaxWait after the first. Creating thousands of CRDs
+// thus costs a handful of discoveries (each megabytes to decode at that size), not one a
+// second.
+const (
+	rediscoverQuiet   = time.Second
+	rediscoverMaxWait = 10 * time.Second
+)
+
+// settle waits as the constants above say, serving hints and activations meanwhile. It
+// returns false when ctx ends.
+func (gc *GarbageCollector) settle(ctx context.Context, informers *sync.WaitGroup) bool {
+	quiet := time.NewTimer(rediscoverQuiet)
+	defer quiet.Stop()
+	limit := time.NewTimer(rediscoverMaxWait)
+	defer limit.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case gr := <-gc.o.Hints:
+			gc.hint(gr)
+		case <-gc.wake:
+			if err := gc.watchActivated(ctx, informers); err != nil && ctx.Err() == nil {
+				gc.log.Warn("watch", "err", err)
+			}
+		case <-gc.rediscover:
+			quiet.Reset(rediscoverQuiet)
+		case <-quiet.C:
+			return true
+		case <-limit.C:
+			return true
 		}
 	}
 }
