@@ -62,9 +62,11 @@ func Compile(crd *Stripped, o Options, terminating bool) []*registry.Kind {
 				}
 			}
 		}
-		if len(v.AdditionalPrinterColumns) > 0 {
+		if defs := v.AdditionalPrinterColumns; len(defs) > 0 {
 			k.FullColumns = true
-			k.Columns = append([]registry.Column{registry.NameColumn()}, columns(v.AdditionalPrinterColumns)...)
+			k.ColumnsFunc = sync.OnceValue(func() []registry.Column {
+				return append([]registry.Column{registry.NameColumn()}, columns(defs)...)
+			})
 		}
 		k.FromStorage = vs.fromStorage
 		k.ToStorage = vs.toStorage

@@ -39,6 +39,9 @@ type Kind struct {
 	// Columns printed in Table output after Name; Age is always last. TableColumns gives
 	// the complete list.
 	Columns []Column
+	// ColumnsFunc, when Columns is nil, gives them on first use (it should memoise): a
+	// custom resource's columns cost nothing until a table of it is printed.
+	ColumnsFunc func() []Column
 	// FullColumns says Columns is the complete list: no Name or Age is added. Kinds whose
 	// upstream printer has no Age column (roles, events, CRDs) or prints it before wide
 	// columns (role bindings) use it.
@@ -178,12 +181,16 @@ func (k *Kind) OpenAPISchema() *spec.Schema {
 // TableColumns is every column of the kind's Table, in order: Name, Columns, Age — or
 // Columns alone when FullColumns is set.
 func (k *Kind) TableColumns() []Column {
-	if k.FullColumns {
-		return k.Columns
+	cols := k.Columns
+	if cols == nil && k.ColumnsFunc != nil {
+		cols = k.ColumnsFunc()
 	}
-	out := make([]Column, 0, len(k.Columns)+2)
+	if k.FullColumns {
+		return cols
+	}
+	out := make([]Column, 0, len(cols)+2)
 	out = append(out, NameColumn())
-	out = append(out, k.Columns...)
+	out = append(out, cols...)
 	return append(out, AgeColumn())
 }
 
