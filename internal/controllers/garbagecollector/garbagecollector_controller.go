@@ -2,12 +2,10 @@ package garbagecollector
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -107,13 +104,12 @@ type watched struct {
 
 // GarbageCollector deletes dependents whose owners are gone. Build with New, run with Start.
 type GarbageCollector struct {
-	cfg       *rest.Config
-	o         Options
-	dynamic   dynamic.Interface
-	metadata  metadata.Interface
-	discovery discovery.DiscoveryInterface
-	http      *http.Client // for the discovery ETags
-	log       *slog.Logger
+	cfg      *rest.Config
+	o        Options
+	dynamic  dynamic.Interface
+	metadata metadata.Interface
+	http     *http.Client // for the discovery ETags
+	log      *slog.Logger
 
 	graph *graph
 	// absent holds owners confirmed gone by a live GET ("uid/namespace"); UIDs are never
@@ -152,15 +148,11 @@ func New(cfg *rest.Config, o Options) (*GarbageCollector, error) {
 	if err != nil {
 		return nil, err
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &GarbageCollector{cfg: cfg, o: o, dynamic: dyn, metadata: md, discovery: disc, http: hc, log: o.Log}, nil
+	return &GarbageCollector{cfg: cfg, o: o, dynamic: dyn, metadata: md, http: hc, log: o.Log}, nil
 }
 
 // Start runs the garbage collector until ctx ends: it discovers the resources, fills the
@@ -321,30 +313,16 @@ func (gc *GarbageCollector) resync(ctx context.Context, informers *sync.WaitGrou
 	if tagErr == nil && tags == gc.discovered {
 		return nil
 	}
-	lists, err := gc.discovery.ServerPreferredResources()
-	failed := map[schema.GroupVersion]bool{}
+	lists, failed, err := gc.preferredResources(ctx)
 	if err != nil {
-		var gerr *discovery.ErrGroupDiscoveryFailed
-		if !errors.As(err, &gerr) || len(lists) == 0 {
-			return err
-		}
-		for gv := range gerr.Groups {
-			failed[gv] = true
-		}
+		return err
 	}
 	kinds := map[schema.GroupKind]mapping{}
 	want := map[schema.GroupVersionResource]metav1.APIResource{}
 	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, r := range l.APIResources {
-			if strings.Contains(r.Name, "/") {
-				continue
-			}
-			gvr := gv.WithResource(r.Name)
-			kinds[schema.GroupKind{Group: gv.Group, Kind: r.Kind}] = mapping{gvr: gvr, namespaced: r.Namespaced}
+		for _, r := range l.resources {
+			gvr := l.gv.WithResource(r.Name)
+			kinds[schema.GroupKind{Group: l.gv.Group, Kind: r.Kind}] = mapping{gvr: gvr, namespaced: r.Namespaced}
 			if ignoredResources[gvr.GroupResource()] || !hasVerbs(r.Verbs, "list", "watch", "delete") {
 				continue
 			}
@@ -414,34 +392,6 @@ func (gc *GarbageCollector) resync(ctx context.Context, informers *sync.WaitGrou
 		gc.discovered = tags
 	}
 	return nil
-}
-
-// aggregatedDiscovery is the media type of aggregated discovery, the documents whose ETags
-// discoveryTags reads.
-const aggregatedDiscovery = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
-
-// discoveryTags returns the ETags of the aggregated /api and /apis discovery documents
-// (HEAD requests: no body). They change whenever a served resource does.
-func (gc *GarbageCollector) discoveryTags(ctx context.Context) (string, error) {
-	var tags []string
-	for _, path := range []string{"/api", "/apis"} {
-		req, err := http.NewRequestWithContext(ctx, http.MethodHead, strings.TrimSuffix(gc.cfg.Host, "/")+path, nil)
-		if err != nil {
-			return "", err
-		}
-		req.Header.Set("Accept", aggregatedDiscovery)
-		resp, err := gc.http.Do(req)
-		if err != nil {
-			return "", err
-		}
-		resp.Body.Close()
-		tag := resp.Header.Get("ETag")
-		if resp.StatusCode != http.StatusOK || tag == "" {
-			return "", fmt.Errorf("HEAD %s: %s, ETag %q", path, resp.Status, tag)
-		}
-		tags = append(tags, tag)
-	}
-	return strings.Join(tags, " "), nil
 }
 
 // isCustom says whether a resource is served by a CRD (its name is <plural>.<group>).
