@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"kubeos.dev/kube/internal/storage"
@@ -32,16 +33,19 @@ func NewSet(ctx context.Context, defaults Options) *Set {
 // Get returns the cache of prefix, creating and starting it on the first call. attrs (nil:
 // storage.DefaultAttrs) is used only then.
 func (s *Set) Get(prefix string, attrs storage.AttrFunc) *Cache {
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.caches[prefix]; ok {
+		return e.c // every request's path: nothing allocated
+	}
 	o := s.defaults
 	o.Prefix, o.Attrs = prefix, attrs
 	o.complete()
 	if o.PackPrefix != nil && o.PackPrefix(o.Prefix) {
 		o.Pack = true
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.caches[o.Prefix]; ok {
-		return e.c
 	}
 	c := New(o)
 	ctx, cancel := context.WithCancel(s.ctx)
