@@ -129,14 +129,26 @@ func (crdStrategy) ValidateUpdate(obj, old *unstructured.Unstructured) field.Err
 	return crdvalidation.ValidateCustomResourceDefinitionUpdate(context.Background(), in, oldIn)
 }
 
+// withoutSpec is a shallow view of a CRD without its spec: what status validation reads,
+// without decoding and converting the schemas (most of a CRD) on every status write.
+func withoutSpec(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	view := make(map[string]any, len(obj.Object))
+	for k, v := range obj.Object {
+		if k != "spec" {
+			view[k] = v
+		}
+	}
+	return &unstructured.Unstructured{Object: view}
+}
+
 // ValidateStatusUpdate checks a write to the status subresource as upstream's CRD status
 // strategy does: metadata and status only (the spec is the stored one).
 func (crdStrategy) ValidateStatusUpdate(obj, old *unstructured.Unstructured) field.ErrorList {
-	in, errs := internalCRD(obj)
+	in, errs := internalCRD(withoutSpec(obj))
 	if len(errs) > 0 {
 		return errs
 	}
-	oldIn, errs := internalCRD(old)
+	oldIn, errs := internalCRD(withoutSpec(old))
 	if len(errs) > 0 {
 		return errs
 	}
