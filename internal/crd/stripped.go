@@ -1,15 +1,13 @@
 package crd
 
 import (
-	"bytes"
-	"compress/flate"
 	"encoding/json"
 	"fmt"
-	"io"
-	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"kubeos.dev/kube/internal/deflate"
 )
 
 // Stripped is a CRD as the CRD controller keeps it: without its annotations (kubectl's
@@ -34,14 +32,14 @@ func Strip(crd *apiextensionsv1.CustomResourceDefinition) (*Stripped, error) {
 		if v.Schema == nil {
 			continue
 		}
-		data, err := deflate(v.Schema)
+		data, err := json.Marshal(v.Schema)
 		if err != nil {
 			return nil, fmt.Errorf("CRD %s version %s: encoding the schema: %w", crd.Name, v.Name, err)
 		}
 		if s.schemas == nil {
 			s.schemas = make(map[string][]byte, len(crd.Spec.Versions))
 		}
-		s.schemas[v.Name] = data
+		s.schemas[v.Name] = deflate.Compress(data)
 		v.Schema = nil
 	}
 	crd.Annotations = nil
@@ -54,44 +52,15 @@ func (s *Stripped) Schema(version string) (*apiextensionsv1.CustomResourceValida
 	if !ok {
 		return nil, nil
 	}
-	r := inflaters.Get().(io.ReadCloser)
-	defer inflaters.Put(r)
-	if err := r.(flate.Resetter).Reset(bytes.NewReader(data), nil); err != nil {
-		return nil, err
+	raw, err := deflate.Decompress(data)
+	if err != nil {
+		return nil, fmt.Errorf("CRD %s version %s: decompressing the schema: %w", s.Name, version, err)
 	}
 	v := &apiextensionsv1.CustomResourceValidation{}
-	if err := json.NewDecoder(r).Decode(v); err != nil {
+	if err := json.Unmarshal(raw, v); err != nil {
 		return nil, fmt.Errorf("CRD %s version %s: decoding the schema: %w", s.Name, version, err)
 	}
 	return v, nil
-}
-
-// inflaters are reused: a flate reader allocates about 40 KB.
-var inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
-
-// deflaters are reused: a flate.Writer allocates about 1 MB.
-var deflaters = sync.Pool{New: func() any {
-	w, _ := flate.NewWriter(io.Discard, flate.DefaultCompression)
-	return w
-}}
-
-// deflate returns v as compressed JSON.
-func deflate(v any) ([]byte, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	w := deflaters.Get().(*flate.Writer)
-	defer deflaters.Put(w)
-	w.Reset(&buf)
-	if _, err := w.Write(data); err != nil {
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return bytes.Clone(buf.Bytes()), nil
 }
 
 // StripTransform is an informer transform (cache.SharedInformer.SetTransform) that keeps

@@ -1,16 +1,14 @@
 package watchcache
 
 import (
-	"bytes"
-	"compress/flate"
 	"fmt"
-	"io"
 	"strconv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	"kubeos.dev/kube/internal/deflate"
 	"kubeos.dev/kube/internal/jsonenc"
 	"kubeos.dev/kube/internal/storage"
 )
@@ -20,15 +18,8 @@ import (
 // (List, Get, initial events, ring replays); live events are delivered as storage decoded
 // them. The ring shares the tree's packed bytes, so resuming watches cost no extra memory.
 
-// packers and unpackers are reused: a flate.Writer allocates about 1 MB, a reader ~40 KB.
-var (
-	packers = sync.Pool{New: func() any {
-		w, _ := flate.NewWriter(io.Discard, flate.BestSpeed)
-		return w
-	}}
-	unpackers sync.Pool
-	packBufs  = sync.Pool{New: func() any { return new([]byte) }}
-)
+// packBufs hold the JSON encoding before compression.
+var packBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // pack encodes obj as deflated JSON.
 func pack(obj *unstructured.Unstructured) ([]byte, error) {
@@ -39,34 +30,12 @@ func pack(obj *unstructured.Unstructured) ([]byte, error) {
 		return nil, err
 	}
 	*bp = raw
-	var out bytes.Buffer
-	out.Grow(len(raw) / 3)
-	w := packers.Get().(*flate.Writer)
-	defer packers.Put(w)
-	w.Reset(&out)
-	if _, err := w.Write(raw); err != nil {
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return bytes.Clone(out.Bytes()), nil
+	return deflate.Compress(raw), nil
 }
 
 // unpack decodes what pack encoded, with storage's number rules (integers as int64).
 func unpack(data []byte) (*unstructured.Unstructured, error) {
-	src := bytes.NewReader(data)
-	var r io.ReadCloser
-	if x, ok := unpackers.Get().(io.ReadCloser); ok {
-		if err := x.(flate.Resetter).Reset(src, nil); err != nil {
-			return nil, err
-		}
-		r = x
-	} else {
-		r = flate.NewReader(src)
-	}
-	defer unpackers.Put(r)
-	raw, err := io.ReadAll(r)
+	raw, err := deflate.Decompress(data)
 	if err != nil {
 		return nil, err
 	}
