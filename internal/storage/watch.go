@@ -96,11 +96,13 @@ func (s *Store) Watch(ctx context.Context, prefix string, o WatchOptions) (Watch
 		start = o.Revision
 	}
 	w := &etcdWatcher{cancel: cancel, out: make(chan Event, 100)}
-	go w.run(ctx, s, open, open(start), prefix, o)
+	wch := open(start)
+	go w.run(ctx, s, wch, open, prefix, o)
 	return w, nil
 }
 
-func (w *etcdWatcher) run(ctx context.Context, s *Store, open func(int64) clientv3.WatchChan, wch clientv3.WatchChan, prefix string, o WatchOptions) {
+// run delivers the events of wch; open opens the etcd watch again from another revision.
+func (w *etcdWatcher) run(ctx context.Context, s *Store, wch clientv3.WatchChan, open func(rev int64) clientv3.WatchChan, prefix string, o WatchOptions) {
 	defer close(w.out)
 	defer w.cancel()
 	send := func(ev Event) bool {
