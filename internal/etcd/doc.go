@@ -6,9 +6,15 @@
 // a cluster on its own, so three of them form a cluster on one machine; several `kube server`
 // processes then share it through --etcd-servers.
 //
+// The embedded member's own server talks to it in-process (Member.Client: etcd's v3client,
+// no gRPC and no socket); other processes reach it, or an external cluster, over the network
+// (NewClient). Members map their bbolt database at its size rather than etcd's 10 GB default
+// (see member.go).
+//
 // Usage:
 //
 //	m, err := etcd.StartMember(ctx, etcd.MemberOptions{DataDir: dir})
 //	defer m.Close()
+//	cli := m.Client() // in-process; or, from elsewhere:
 //	cli, err := etcd.NewClient(etcd.ClientOptions{Endpoints: m.ClientURLs()})
 package etcd
