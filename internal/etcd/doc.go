@@ -8,8 +8,7 @@
 //
 // The embedded member's own server talks to it in-process (Member.Client: etcd's v3client,
 // no gRPC and no socket); other processes reach it, or an external cluster, over the network
-// (NewClient). Members map their bbolt database at its size rather than etcd's 10 GB default
-// (see member.go).
+// (NewClient).
 //
 // Usage:
 //

@@ -13,7 +13,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
-	"go.etcd.io/etcd/server/v3/storage/backend"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -101,14 +100,6 @@ type Member struct {
 	e          *embed.Etcd
 	clientURLs []string
 }
-
-// etcd maps its bbolt database with a 10 GB initial size, so that the file never has to be
-// remapped, and bbolt then grows the file in 16 MB steps; on Linux the map is made with
-// MAP_POPULATE, so after a restart the whole file is resident. Kube's members map the file at
-// its size instead (bbolt doubles the map as the data grows, up to 1 GB, then adds 1 GB at a
-// time; a remap briefly holds back readers): a small cluster's database is a few MB, not 16,
-// and so is its share of the server's memory.
-func init() { backend.InitialMmapSize = 0 }
 
 // Client returns an in-process client of the member: its calls go straight to the member's
 // server (no gRPC, no HTTP/2, no loopback socket), which saves about a tenth of a Kube
