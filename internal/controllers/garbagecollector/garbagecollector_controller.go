@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,8 +40,14 @@ type Options struct {
 	// anyway (a resource that cannot be listed must not stop collection). Default 30 s.
 	InitialSyncTimeout time.Duration
 	// IdleProbePeriod is how often the custom resources that had no object are listed
-	// again (limit=1) to find out whether they have some now. Default 30 s.
+	// again (limit=1) to find out whether they have some now: at most
+	// MaxIdleProbesPerPeriod of them each period, in turn, so that thousands of unused CRDs
+	// cost a steady trickle of requests, not a burst of thousands every period (each one
+	// is then probed every ceil(idle/MaxIdleProbesPerPeriod) periods). Default 30 s.
 	IdleProbePeriod time.Duration
+	// MaxIdleProbesPerPeriod bounds the idle probes of one period. Default 300 (10 a second
+	// at the default period: 5,000 idle CRDs are each probed every 8.5 minutes).
+	MaxIdleProbesPerPeriod int
 	// Hints, when set, names resources that were just given an object the collector must
 	// see (one with ownerReferences or a garbage-collection finalizer): an idle custom
 	// resource named there is watched at once instead of at the next idle probe. The API
@@ -60,6 +67,9 @@ func (o *Options) complete() {
 	}
 	if o.InitialSyncTimeout <= 0 {
 		o.InitialSyncTimeout = 30 * time.Second
+	}
+	if o.MaxIdleProbesPerPeriod <= 0 {
+		o.MaxIdleProbesPerPeriod = 300
 	}
 	if o.IdleProbePeriod <= 0 {
 		o.IdleProbePeriod = 30 * time.Second
@@ -135,6 +145,8 @@ type GarbageCollector struct {
 	// resync acted on: while they are the same, resyncing would change nothing. Owned by
 	// the discovery loop.
 	discovered string
+	// lastProbed is the idle resource the last idle probe ended with (nextProbes).
+	lastProbed string
 }
 
 // New builds a garbage collector that acts through cfg.
@@ -170,7 +182,7 @@ func (gc *GarbageCollector) Start(ctx context.Context) error {
 	gc.activate = map[schema.GroupVersionResource]bool{}
 	gc.wake = make(chan struct{}, 1)
 	gc.rediscover = make(chan struct{}, 1)
-	gc.discovered = ""
+	gc.discovered, gc.lastProbed = "", ""
 	rec, err := recorder.Start(ctx, gc.cfg, Name)
 	if err != nil {
 		return err
@@ -465,7 +477,32 @@ func (gc *GarbageCollector) probeIdle(ctx context.Context, informers *sync.WaitG
 		gvrs = append(gvrs, gvr)
 	}
 	gc.mu.Unlock()
-	return gc.probe(ctx, gvrs, informers)
+	return gc.probe(ctx, gc.nextProbes(gvrs), informers)
+}
+
+// nextProbes picks this period's share of the idle resources: the next
+// Options.MaxIdleProbesPerPeriod after the last one probed, in a stable order. Owned by the
+// discovery loop.
+func (gc *GarbageCollector) nextProbes(idle []schema.GroupVersionResource) []schema.GroupVersionResource {
+	n := gc.o.MaxIdleProbesPerPeriod
+	if len(idle) <= n {
+		return idle
+	}
+	key := func(r schema.GroupVersionResource) string { return r.Group + "/" + r.Version + "/" + r.Resource }
+	slices.SortFunc(idle, func(a, b schema.GroupVersionResource) int { return strings.Compare(key(a), key(b)) })
+	// Start after the last resource probed (it may have left the idle set meanwhile).
+	start, _ := slices.BinarySearchFunc(idle, gc.lastProbed, func(r schema.GroupVersionResource, last string) int {
+		return strings.Compare(key(r), last)
+	})
+	if start < len(idle) && key(idle[start]) == gc.lastProbed {
+		start++
+	}
+	out := make([]schema.GroupVersionResource, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, idle[(start+i)%len(idle)])
+	}
+	gc.lastProbed = key(out[len(out)-1])
+	return out
 }
 
 // watchActivated starts watching the idle resources queued in gc.activate.
