@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -46,6 +47,21 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
+// defaultGCPercent is the server's GOGC unless the GOGC environment variable sets one. A
+// control plane's heap is mostly long-lived state (watch caches, informers, compiled CRDs)
+// while requests churn short-lived garbage; Go's default of 100 lets the garbage grow to the
+// size of that state before collecting. 75 (Prometheus' default too) cut the RSS after
+// creating 5,000 CRDs from ~300 to ~255 MB for 7-20 % more server CPU per custom-resource
+// create (bench/README.md, "GC percent").
+const defaultGCPercent = 75
+
+// setDefaultGCPercent applies defaultGCPercent when GOGC is not set.
+func setDefaultGCPercent() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
+}
+
 func newServerCommand(out, errOut io.Writer) *cobra.Command {
 	var o server.Options
 	var logLevel string
@@ -58,6 +74,7 @@ func newServerCommand(out, errOut io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			setDefaultGCPercent()
 			o.Out, o.Log = out, log
 			o.Complete()
 			if err := o.Validate(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -29,8 +30,15 @@ func TestRunCommandAndSIGTERM(t *testing.T) {
 	}
 	port := freePort(t)
 	dataDir := filepath.Join(dir, "data")
-	start := func() (*exec.Cmd, string) {
+	// start runs the server with the test's environment minus GOGC, plus env.
+	start := func(env ...string) (*exec.Cmd, string) {
 		cmd := exec.Command(bin, "server", "--data-dir", dataDir, "--secure-port", strconv.Itoa(port))
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "GOGC=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, env...)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -76,6 +84,7 @@ func TestRunCommandAndSIGTERM(t *testing.T) {
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
+	expectGCPercent(t, cs, "75") // the server's default when GOGC is not set
 	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survives"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -108,12 +117,31 @@ func TestRunCommandAndSIGTERM(t *testing.T) {
 		t.Fatal("kube server did not exit within 30 s of SIGTERM")
 	}
 
-	_, kubeconfig = start()
+	_, kubeconfig = start("GOGC=100")
 	cfg, _ = clientcmd.BuildConfigFromFlags("", kubeconfig)
 	cs = kubernetes.NewForConfigOrDie(cfg)
+	expectGCPercent(t, cs, "100") // GOGC in the environment wins
 	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "survives", metav1.GetOptions{}); err != nil {
 		t.Fatalf("after a restart on the same data directory: %v", err)
 	}
+}
+
+// expectGCPercent checks the GC percent the server reports on /metrics.
+func expectGCPercent(t *testing.T, cs kubernetes.Interface, want string) {
+	t.Helper()
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_gc_gogc_percent "); ok {
+			if v != want {
+				t.Fatalf("go_gc_gogc_percent %s, want %s", v, want)
+			}
+			return
+		}
+	}
+	t.Fatal("/metrics has no go_gc_gogc_percent")
 }
 
 func freePort(t *testing.T) int {
