@@ -397,8 +397,14 @@ func (gc *GarbageCollector) resync(ctx context.Context, informers *sync.WaitGrou
 		gc.log.Info("stopped watching", "resource", gvr.String())
 	}
 	gc.mu.Unlock()
-	if err := gc.probe(ctx, fresh, informers); err != nil {
-		return err
+	// New idle resources are probed now on the term's first resync (objects may exist
+	// already) and when there are few; a burst of new CRDs joins the periodic probes
+	// instead of costing thousands of requests at once (this server's own writes to them
+	// hint at once anyway).
+	if gc.discovered == "" || len(fresh) <= gc.o.MaxIdleProbesPerPeriod {
+		if err := gc.probe(ctx, fresh, informers); err != nil {
+			return err
+		}
 	}
 	if tagErr == nil && len(failed) == 0 {
 		gc.discovered = tags
