@@ -145,6 +145,10 @@ func StartMember(ctx context.Context, o MemberOptions) (*Member, error) {
 		return nil, fmt.Errorf("etcd peer URLs: %w", err)
 	}
 	cfg.AdvertisePeerUrls = cfg.ListenPeerUrls
+	if err := trimDatabase(dbPath(o.DataDir)); err != nil {
+		// Only memory is at stake: etcd reports a database it cannot open itself.
+		lg.Warn("could not trim the etcd database file", zap.Error(err))
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start etcd member %q: %w", o.Name, err)
