@@ -22,8 +22,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"kubeos.dev/kube/bench/crdload"
@@ -180,35 +178,15 @@ func p1(ctx context.Context, ext apiextclient.Interface, run string, n, clients 
 			}
 		}
 	}()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				crd, err := crdload.DatabaseCRD(i, run)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if _, err := crdsAPI.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	select {
-	case err := <-errs:
+	if _, err := crdload.Parallel(n, clients, func(i int) error {
+		crd, err := crdload.DatabaseCRD(i, run)
+		if err != nil {
+			return err
+		}
+		_, err = crdsAPI.Create(ctx, crd, metav1.CreateOptions{})
+		return err
+	}); err != nil {
 		return result{}, err
-	default:
 	}
 	created := time.Since(start)
 	var done time.Time
@@ -249,30 +227,16 @@ func p2(ctx context.Context, ext apiextclient.Interface, dyn dynamic.Interface, 
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	var next atomic.Int64
-	var errCount atomic.Int64
-	var wg sync.WaitGroup
 	start := time.Now()
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if _, err := dyn.Resource(gvr).Namespace("default").Create(ctx, obj(i), metav1.CreateOptions{}); err != nil {
-					if errCount.Add(1) == 1 {
-						fmt.Fprintln(os.Stderr, "p2 create:", err)
-					}
-				}
-			}
-		}()
+	failed, err := crdload.Parallel(n, clients, func(i int) error {
+		_, err := dyn.Resource(gvr).Namespace("default").Create(ctx, obj(i), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "p2 create:", err)
 	}
-	wg.Wait()
 	d := time.Since(start)
-	return result{Op: "p2", N: n, Clients: clients, Seconds: d.Seconds(), Rate: float64(n) / d.Seconds(), Errors: errCount.Load()}, nil
+	return result{Op: "p2", N: n, Clients: clients, Seconds: d.Seconds(), Rate: float64(n) / d.Seconds(), Errors: failed}, nil
 }
 
 // storeP2 creates n Widget-like objects with Kube's storage.Store on an embedded etcd
@@ -291,34 +255,19 @@ func storeP2(ctx context.Context, name string, n, clients int) error {
 	cli := m.Client() // in-process, as kube server talks to its embedded member
 	defer cli.Close()
 	s := storage.New(cli)
-	var next atomic.Int64
-	var errCount atomic.Int64
-	var wg sync.WaitGroup
 	start := time.Now()
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				nm := fmt.Sprintf("w-%05d", i)
-				o := &unstructured.Unstructured{Object: map[string]any{
-					"apiVersion": "p2.bench.example.com/v1", "kind": "Widget",
-					"metadata": map[string]any{"name": nm, "namespace": "default", "uid": fmt.Sprintf("uid-%d", i), "creationTimestamp": time.Now().UTC().Format(time.RFC3339)},
-					"spec":     map[string]any{"size": int64(i % 100), "min": int64(0), "max": int64(100), "color": "red", "labels": map[string]any{"app": "bench"}},
-				}}
-				if _, err := s.Create(ctx, storage.ResourcePrefix("p2.bench.example.com", "widgets")+"default/"+nm, o); err != nil {
-					errCount.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	failed, _ := crdload.Parallel(n, clients, func(i int) error {
+		nm := fmt.Sprintf("w-%05d", i)
+		o := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "p2.bench.example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": nm, "namespace": "default", "uid": fmt.Sprintf("uid-%d", i), "creationTimestamp": time.Now().UTC().Format(time.RFC3339)},
+			"spec":     map[string]any{"size": int64(i % 100), "min": int64(0), "max": int64(100), "color": "red", "labels": map[string]any{"app": "bench"}},
+		}}
+		_, err := s.Create(ctx, storage.ResourcePrefix("p2.bench.example.com", "widgets")+"default/"+nm, o)
+		return err
+	})
 	d := time.Since(start)
-	emit(result{Target: name, Op: "p2", N: n, Clients: clients, Seconds: d.Seconds(), Rate: float64(n) / d.Seconds(), Errors: errCount.Load()})
+	emit(result{Target: name, Op: "p2", N: n, Clients: clients, Seconds: d.Seconds(), Rate: float64(n) / d.Seconds(), Errors: failed})
 	return nil
 }
 

@@ -20,8 +20,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"kubeos.dev/kube/bench/crdload"
@@ -89,35 +87,15 @@ func run(kube string, n, clients int, heapProfile string) error {
 	}
 	ctx := context.Background()
 	start := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				crd, err := crdload.DatabaseCRD(i, "mem")
-				if err != nil {
-					errs <- err
-					return
-				}
-				if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	select {
-	case err := <-errs:
+	if _, err := crdload.Parallel(n, clients, func(i int) error {
+		crd, err := crdload.DatabaseCRD(i, "mem")
+		if err != nil {
+			return err
+		}
+		_, err = ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
 		return err
-	default:
+	}); err != nil {
+		return err
 	}
 	created := time.Since(start)
 	deadline := time.Now().Add(10 * time.Minute)
