@@ -157,20 +157,10 @@ func (k kubectl) fails(t *testing.T, kubeconfig, stdin, want string, args ...str
 	}
 }
 
-// eventually retries f every 100 ms until it returns nil or d passes.
+// eventually retries f until it returns nil or d passes (servertest.Eventually).
 func eventually(t *testing.T, d time.Duration, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %v", d, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	servertest.Eventually(t, d, 100*time.Millisecond, f)
 }
 
 // jsonpath reads one field with kubectl get -o jsonpath.

@@ -128,21 +128,10 @@ func (k kubectl) fails(t *testing.T, kubeconfig, want string, args ...string) {
 	}
 }
 
-// eventually retries f every 50 ms until it returns nil or the deadline passes (RBAC
-// snapshots and informer caches follow writes within milliseconds, not at once).
+// eventually retries f until it returns nil or d passes (servertest.Eventually).
 func eventually(t *testing.T, d time.Duration, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %v", d, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	servertest.Eventually(t, d, 50*time.Millisecond, f)
 }
 
 // bareKubeconfig is a kubeconfig with the server and its CA and no credentials, for

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -65,4 +66,22 @@ func RunKubectl(bin, home, kubeconfig, stdin string, args ...string) (stdout, st
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err = cmd.Run()
 	return o.String(), e.String(), err
+}
+
+// Eventually retries f every interval until it returns nil, and fails the test with f's
+// last error once d has passed (a deadline for conditions that follow writes shortly, such
+// as informer caches and RBAC snapshots; not a measurement).
+func Eventually(t testing.TB, d, interval time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %v", d, err)
+		}
+		time.Sleep(interval)
+	}
 }
