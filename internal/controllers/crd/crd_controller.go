@@ -11,6 +11,7 @@ import (
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apiextinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -70,6 +71,10 @@ type Controller struct {
 	// made for: decoding the schemas again on every reconcile would cost more than the
 	// rest of it.
 	structural map[string]structuralCheck
+	// finalized holds, by name, the UID of each deleted CRD whose finalizer this server
+	// removed: the informer may still show it with the finalizer for a moment, and it must
+	// not be served again. The entry goes with the CRD.
+	finalized map[string]types.UID
 }
 
 // servedCRD records the Kinds registered for one CRD.
@@ -109,6 +114,7 @@ func New(o Options) (*Controller, error) {
 		builtins:   map[schema.GroupResource]*registry.Kind{},
 		served:     map[string]*servedCRD{},
 		structural: map[string]structuralCheck{},
+		finalized:  map[string]types.UID{},
 	}
 	for _, k := range o.Registry.Kinds() {
 		c.builtins[schema.GroupResource{Group: k.Group, Resource: k.Resource}] = k

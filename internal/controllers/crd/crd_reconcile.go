@@ -36,6 +36,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	crd, ok := c.get(name)
 	if !ok {
 		c.locked(func() {
+			delete(c.finalized, name)
 			c.unregister(name, true)
 			delete(c.structural, name)
 		})
@@ -199,7 +200,9 @@ func (c *Controller) removeKinds(s *servedCRD, stopCache bool) {
 // finalize deletes the custom resources of a deleted CRD, then drops its Kinds and removes
 // the cleanup finalizer so that the CRD goes.
 func (c *Controller) finalize(ctx context.Context, crd *compiler.Stripped) (time.Duration, error) {
-	if !apihelpers.CRDHasFinalizer(crd.CustomResourceDefinition, registry.CRDCleanupFinalizer) {
+	done := false
+	c.locked(func() { done = c.finalized[crd.Name] == crd.UID })
+	if done || !apihelpers.CRDHasFinalizer(crd.CustomResourceDefinition, registry.CRDCleanupFinalizer) {
 		c.locked(func() { c.unregister(crd.Name, true) })
 		return 0, nil
 	}
@@ -237,6 +240,7 @@ func (c *Controller) finalize(ctx context.Context, crd *compiler.Stripped) (time
 	if err := c.removeFinalizer(ctx, crd.CustomResourceDefinition); err != nil {
 		return 0, fmt.Errorf("remove finalizer: %w", err)
 	}
+	c.locked(func() { c.finalized[crd.Name] = crd.UID })
 	return 0, nil
 }
 
