@@ -4,26 +4,36 @@ package crdload
 
 import (
 	"fmt"
+	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
 
+// template is the Database CRD parsed once; DatabaseCRD copies it and sets the group, so the
+// clients' CPU goes to the requests rather than to parsing YAML (the clients share the
+// machine with the servers they measure).
+var template = sync.OnceValues(func() (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	return crd, yaml.Unmarshal([]byte(databaseTemplate), crd)
+})
+
 // DatabaseCRD is CRD number i of a run: the Database schema (an enum, bounds, a pattern,
 // defaults, a CEL rule, status and scale, printer columns) in group g<i>.<run>.bench.example.com.
 func DatabaseCRD(i int, run string) (*apiextensionsv1.CustomResourceDefinition, error) {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(fmt.Appendf(nil, databaseTemplate, i, run), crd); err != nil {
+	t, err := template()
+	if err != nil {
 		return nil, err
 	}
+	crd := t.DeepCopy()
+	crd.Spec.Group = fmt.Sprintf("g%d.%s.bench.example.com", i, run)
+	crd.Name = crd.Spec.Names.Plural + "." + crd.Spec.Group
 	return crd, nil
 }
 
 const databaseTemplate = `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: databases.g%[1]d.%[2]s.bench.example.com}
 spec:
-  group: g%[1]d.%[2]s.bench.example.com
   scope: Namespaced
   names: {plural: databases, singular: database, kind: Database, shortNames: [db]}
   versions:

@@ -227,7 +227,7 @@ func noNewFinalizers(obj, old *unstructured.Unstructured) field.ErrorList {
 }
 
 func (c *call) create() {
-	out, err := negotiate(c.r.Header.Get("Accept"))
+	out, err := c.negotiate()
 	if err != nil {
 		c.fail(err)
 		return
@@ -401,7 +401,7 @@ func specChanged(a, b *unstructured.Unstructured) bool {
 }
 
 func (c *call) update() {
-	out, err := negotiate(c.r.Header.Get("Accept"))
+	out, err := c.negotiate()
 	if err != nil {
 		c.fail(err)
 		return
