@@ -6,4 +6,8 @@
 // Reads of lists and watches are served by the watch cache; single reads and every write go
 // to the store, whose compare-and-swap makes etcd the one truth. Errors become metav1.Status
 // objects here, at exactly this boundary.
+//
+// Responses are JSON, or protobuf for built-in kinds when the client prefers it (objects,
+// lists and watch streams alike, in kube-apiserver's wire form); Table and
+// PartialObjectMetadata answers are JSON.
 package rest

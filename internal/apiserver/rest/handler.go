@@ -20,6 +20,8 @@ import (
 // Caches gives the watch cache of a resource, starting it on first use.
 type Caches interface {
 	Get(prefix string, attrs storage.AttrFunc) *watchcache.Cache
+	// Packed reports whether the cache of prefix keeps its objects packed.
+	Packed(prefix string) bool
 }
 
 var _ Caches = (*watchcache.Set)(nil)

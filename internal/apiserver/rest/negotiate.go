@@ -39,7 +39,8 @@ func negotiateFor(accept string, protobufOK bool) (output, error) {
 		return outObject, nil
 	}
 	for _, a := range goautoneg.ParseAccept(accept) {
-		if a.Type == "application" && a.SubType == "vnd.kubernetes.protobuf" && len(a.Params) == 0 && protobufOK {
+		if a.Type == "application" && a.SubType == "vnd.kubernetes.protobuf" && protobufOK &&
+			(len(a.Params) == 0 || len(a.Params) == 1 && a.Params["stream"] == "watch") {
 			return outProtobuf, nil
 		}
 		jsonish := (a.Type == "application" && (a.SubType == "json" || a.SubType == "*")) || (a.Type == "*" && a.SubType == "*")
@@ -63,9 +64,6 @@ func negotiateFor(accept string, protobufOK bool) (output, error) {
 	return 0, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schemaGR0, "",
 		"only the following media types are accepted: application/json, application/json;as=Table;g=meta.k8s.io;v=v1, application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", 0, false)
 }
-
-// negotiate picks a JSON response shape (watch streams are always JSON).
-func negotiate(accept string) (output, error) { return negotiateFor(accept, false) }
 
 // negotiate picks the response shape for this call's kind.
 func (c *call) negotiate() (output, error) {

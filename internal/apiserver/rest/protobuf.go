@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"kubeos.dev/kube/internal/registry"
+	"kubeos.dev/kube/internal/storage"
+	"kubeos.dev/kube/internal/watchcache"
 )
 
 // protobufType is Kubernetes' protobuf media type.
@@ -49,16 +52,35 @@ func (pm *protoMemo) put(k string, b []byte) {
 
 var objectProtos = &protoMemo{max: 50000}
 
-// protoObject is the protobuf message of one built-in object (without the envelope).
-func protoObject(kind *registry.Kind, obj *unstructured.Unstructured) ([]byte, error) {
+// protoObject is the protobuf message of one built-in object (without the envelope),
+// remembered in objectProtos when memo is set.
+func protoObject(kind *registry.Kind, obj *unstructured.Unstructured, memo bool) ([]byte, error) {
 	rv := obj.GetResourceVersion()
 	memoKey := ""
-	if rv != "" {
+	if rv != "" && memo {
 		memoKey = kind.APIVersion() + "/" + kind.Kind + "/" + obj.GetNamespace() + "/" + obj.GetName() + "/" + rv
 		if b, ok := objectProtos.get(memoKey); ok {
 			return b, nil
 		}
 	}
+	b, err := protoMessage(kind, obj)
+	if err != nil {
+		return nil, err
+	}
+	if memoKey != "" {
+		objectProtos.put(memoKey, b)
+	}
+	return b, nil
+}
+
+// memoProto says whether the protobuf encodings of this call's objects are remembered: not
+// for objects whose watch cache is packed to save memory (CRDs), which a memo would undo.
+func (c *call) memoProto() bool {
+	return c.h.caches == nil || !c.h.caches.Packed(c.kind.Prefix())
+}
+
+// protoMessage converts obj to its Go type and encodes it.
+func protoMessage(kind *registry.Kind, obj *unstructured.Unstructured) ([]byte, error) {
 	typed := kind.NewTyped()
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, typed); err != nil {
 		return nil, fmt.Errorf("convert %s %s to protobuf: %w", kind.Kind, obj.GetName(), err)
@@ -67,14 +89,7 @@ func protoObject(kind *registry.Kind, obj *unstructured.Unstructured) ([]byte, e
 	if !ok {
 		return nil, fmt.Errorf("%T has no protobuf encoding", typed)
 	}
-	b, err := m.Marshal()
-	if err != nil {
-		return nil, err
-	}
-	if memoKey != "" {
-		objectProtos.put(memoKey, b)
-	}
-	return b, nil
+	return m.Marshal()
 }
 
 // envelope wraps a protobuf message in the runtime.Unknown envelope with the magic prefix.
@@ -89,7 +104,7 @@ func envelope(apiVersion, kind string, raw []byte) ([]byte, error) {
 
 // writeProto writes an object as protobuf.
 func (c *call) writeProto(code int, obj *unstructured.Unstructured) {
-	raw, err := protoObject(c.kind, obj)
+	raw, err := protoObject(c.kind, obj, c.memoProto())
 	if err == nil {
 		var body []byte
 		if body, err = envelope(c.kind.APIVersion(), c.kind.Kind, raw); err == nil {
@@ -111,8 +126,9 @@ func (c *call) writeProtoList(lm metav1.ListMeta, items []*unstructured.Unstruct
 	}
 	buf := protowire.AppendTag(nil, 1, protowire.BytesType)
 	buf = protowire.AppendBytes(buf, meta)
+	memo := c.memoProto()
 	for _, it := range items {
-		raw, err := protoObject(c.kind, it)
+		raw, err := protoObject(c.kind, it, memo)
 		if err != nil {
 			c.h.log.Error("protobuf encoding failed; answering JSON", "err", err)
 			c.writeList(lm, items)
@@ -135,4 +151,62 @@ func writeBody(w http.ResponseWriter, code int, contentType string, body []byte)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	w.Write(body)
+}
+
+// encodeProtoEvent encodes a watch event as kube-apiserver's protobuf watch stream does: a
+// 4-byte big-endian length, then a metav1.WatchEvent message (without envelope) whose object
+// is the enveloped protobuf object. Errors and conversion failures travel as a Status.
+func (c *call) encodeProtoEvent(ev *watchcache.Event) ([]byte, error) {
+	typ := string(ev.Type)
+	var obj []byte
+	var err error
+	switch ev.Type {
+	case storage.Bookmark:
+		md := map[string]any{"resourceVersion": strconv.FormatInt(ev.Revision, 10)}
+		if ev.InitialEventsEnd {
+			md["annotations"] = map[string]any{"k8s.io/initial-events-end": "true"}
+		}
+		bm := &unstructured.Unstructured{Object: map[string]any{"metadata": md}}
+		obj, err = c.protoEnvelope(bm, false)
+	case storage.ErrorEvent:
+		obj, err = statusProto(eventStatus(ev.Err))
+	default:
+		o, cerr := c.fromStorageDetached(ev.Object)
+		if cerr != nil {
+			typ = string(storage.ErrorEvent)
+			obj, err = statusProto(eventStatus(cerr))
+			break
+		}
+		obj, err = c.protoEnvelope(o, c.memoProto())
+	}
+	if err != nil {
+		return nil, err
+	}
+	we := metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: obj}}
+	b := make([]byte, 4, 4+we.Size())
+	n, err := we.MarshalTo(b[4:cap(b)])
+	if err != nil {
+		return nil, err
+	}
+	binary.BigEndian.PutUint32(b, uint32(n))
+	return b[:4+n], nil
+}
+
+// protoEnvelope is obj of the call's kind in enveloped protobuf; memo says whether its
+// encoding is remembered (never for bookmarks, which name no object).
+func (c *call) protoEnvelope(obj *unstructured.Unstructured, memo bool) ([]byte, error) {
+	raw, err := protoObject(c.kind, obj, memo)
+	if err != nil {
+		return nil, err
+	}
+	return envelope(c.kind.APIVersion(), c.kind.Kind, raw)
+}
+
+// statusProto is st in enveloped protobuf, as clients decode ERROR watch events.
+func statusProto(st metav1.Status) ([]byte, error) {
+	raw, err := st.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	return envelope("v1", "Status", raw)
 }

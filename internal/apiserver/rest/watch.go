@@ -16,7 +16,7 @@ import (
 )
 
 func (c *call) watch() {
-	out, err := negotiate(c.r.Header.Get("Accept"))
+	out, err := c.negotiate()
 	if err != nil {
 		c.fail(err)
 		return
@@ -80,7 +80,11 @@ func (c *call) watch() {
 	}
 
 	h := c.w.Header()
-	h.Set("Content-Type", "application/json")
+	if out == outProtobuf {
+		h.Set("Content-Type", protobufType+";stream=watch")
+	} else {
+		h.Set("Content-Type", "application/json")
+	}
 	h.Set("Cache-Control", "no-cache, private")
 	c.w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(c.w)
@@ -91,9 +95,13 @@ func (c *call) watch() {
 	// by watchers of every version of the resource.
 	format := c.kind.APIVersion() + ";json"
 	encode := c.encodeEvent(false)
-	if out == outPartial {
+	switch out {
+	case outPartial:
 		format = "meta.k8s.io/v1;partial"
 		encode = c.encodeEvent(true)
+	case outProtobuf:
+		format = c.kind.APIVersion() + ";protobuf"
+		encode = c.encodeProtoEvent
 	}
 	firstTable := true
 	unflushed := false // frames written since the last flush
