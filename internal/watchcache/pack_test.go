@@ -91,3 +91,28 @@ func testPackedReadsAreCopies(t *testing.T) {
 		t.Fatalf("second replayed event: %s rev %d", ev.Type, revOf(ev.Object))
 	}
 }
+
+// TestSetPacked: Set.Packed answers from the set's PackPrefix, with or without the
+// prefix's trailing slash, and starts no cache.
+func TestSetPacked(t *testing.T) {
+	crds := "/registry/apiextensions.k8s.io/customresourcedefinitions/"
+	packing := NewSet(t.Context(), Options{PackPrefix: func(p string) bool { return p == crds }})
+	plain := NewSet(t.Context(), Options{})
+	for _, tc := range []struct {
+		set    *Set
+		prefix string
+		want   bool
+	}{
+		{packing, crds, true},
+		{packing, strings.TrimSuffix(crds, "/"), true},
+		{packing, "/registry/configmaps/", false},
+		{plain, crds, false},
+	} {
+		if got := tc.set.Packed(tc.prefix); got != tc.want {
+			t.Errorf("Packed(%q) = %v, want %v", tc.prefix, got, tc.want)
+		}
+	}
+	if p := packing.Prefixes(); len(p) != 0 {
+		t.Errorf("Packed started caches: %v", p)
+	}
+}

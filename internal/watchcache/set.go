@@ -61,9 +61,10 @@ func (s *Set) Get(prefix string, attrs storage.AttrFunc) *Cache {
 // Packed reports whether the cache of prefix keeps its objects packed (Options.PackPrefix),
 // without starting it: callers keep no copies of their own of such objects either.
 func (s *Set) Packed(prefix string) bool {
-	o := Options{Prefix: prefix}
-	o.complete()
-	return s.defaults.PackPrefix != nil && s.defaults.PackPrefix(o.Prefix)
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return s.defaults.PackPrefix != nil && s.defaults.PackPrefix(prefix)
 }
 
 // Stop stops the cache of prefix, if any, ends its watchers and forgets it; the next Get
