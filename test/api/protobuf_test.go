@@ -36,11 +36,10 @@ func (c *contentTypes) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// TestProtobufAnswers: a client-go clientset configured for protobuf, as kube-controller-manager
-// and Kube's own controllers run, gets protobuf back from create and update as well as from get
-// and list, and the objects it decodes are the ones it wrote.
-func TestProtobufAnswers(t *testing.T) {
-	createNamespace(t, "proto")
+// protobufClient is an admin clientset that sends and prefers protobuf, as
+// kube-controller-manager's do, recording the Content-Type of every answer.
+func protobufClient(t *testing.T) (*kubernetes.Clientset, *contentTypes) {
+	t.Helper()
 	cfg := adminConfig(t)
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
@@ -50,6 +49,15 @@ func TestProtobufAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cs, rec
+}
+
+// TestProtobufAnswers: a client-go clientset configured for protobuf, as kube-controller-manager
+// and Kube's own controllers run, gets protobuf back from create and update as well as from get
+// and list, and the objects it decodes are the ones it wrote.
+func TestProtobufAnswers(t *testing.T) {
+	createNamespace(t, "proto")
+	cs, rec := protobufClient(t)
 	ctx := context.Background()
 	cms := cs.CoreV1().ConfigMaps("proto")
 	created, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "cm-", Labels: map[string]string{"a": "b"}}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
@@ -90,15 +98,7 @@ func TestProtobufAnswers(t *testing.T) {
 func TestProtobufWatch(t *testing.T) {
 	const ns = "proto-watch"
 	createNamespace(t, ns)
-	cfg := adminConfig(t)
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	rec := &contentTypes{seen: map[string][]string{}}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { rec.next = rt; return rec })
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, rec := protobufClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cms := cs.CoreV1().ConfigMaps(ns)
