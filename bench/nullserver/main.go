@@ -2,9 +2,10 @@
 // ceiling any server could reach on this machine with the clients of bench/apibench and
 // bench/crdbench (P2), against which their store-ratio goals can be read.
 //
-// It serves HTTPS on 127.0.0.1:-port with Go's net/http defaults (HTTP/2 through ALPN h2),
-// requires a client certificate as Kube's API server verifies one, and writes a kubeconfig
-// (-kubeconfig) with a fresh CA and client certificate. It answers only the requests those
+// It serves HTTPS on 127.0.0.1:-port with Go's net/http (HTTP/2 through ALPN h2) and Kube's
+// own PKI and TLS configuration (internal/pki: CA, serving certificate, client certificates
+// verified), made fresh in a scratch directory, and writes a kubeconfig (-kubeconfig) with
+// the admin client certificate. It answers only the requests those
 // two programs send, with the least work that still decodes on the client:
 //
 //   - create (POST) of namespaces, configmaps, CRDs and custom resources: 201 and the request
@@ -20,7 +21,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"flag"
 	"fmt"
 	"net"
@@ -28,6 +28,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"kubeos.dev/kube/internal/pki"
 )
 
 func main() {
@@ -42,21 +44,21 @@ func main() {
 	defer stop()
 
 	addr := fmt.Sprintf("127.0.0.1:%d", *port)
-	creds, err := newCredentials()
+	// Kube's own PKI and TLS configuration, in a scratch directory: the same CA, serving
+	// certificate, client-certificate check and ALPN as `kube server`.
+	dir, err := os.MkdirTemp("", "nullserver-pki-")
 	check(err)
-	check(creds.writeKubeconfig(*kubeconfig, "https://"+addr))
+	defer os.RemoveAll(dir)
+	p, err := pki.Ensure(pki.Options{Dir: dir})
+	check(err)
+	check(pki.WriteKubeconfig(*kubeconfig, "https://"+addr, p.CAPEM, p.AdminCertPEM, p.AdminKeyPEM, pki.AdminUser))
+	tlsConfig, err := p.ServingTLSConfig()
+	check(err)
 	api, err := newNullAPI()
 	check(err)
 	ln, err := net.Listen("tcp", addr)
 	check(err)
-	srv := &http.Server{
-		Handler: api.routes(),
-		TLSConfig: &tls.Config{
-			Certificates: []tls.Certificate{creds.serving},
-			ClientAuth:   tls.RequireAndVerifyClientCert,
-			ClientCAs:    creds.caPool,
-		},
-	}
+	srv := &http.Server{Handler: api.routes(), TLSConfig: tlsConfig}
 	go func() {
 		<-ctx.Done()
 		srv.Close()
