@@ -162,11 +162,7 @@ func (c *call) encodeProtoEvent(ev *watchcache.Event) ([]byte, error) {
 	var err error
 	switch ev.Type {
 	case storage.Bookmark:
-		md := map[string]any{"resourceVersion": strconv.FormatInt(ev.Revision, 10)}
-		if ev.InitialEventsEnd {
-			md["annotations"] = map[string]any{"k8s.io/initial-events-end": "true"}
-		}
-		bm := &unstructured.Unstructured{Object: map[string]any{"metadata": md}}
+		bm := &unstructured.Unstructured{Object: map[string]any{"metadata": bookmarkMetadata(ev)}}
 		obj, err = c.protoEnvelope(bm, false)
 	case storage.ErrorEvent:
 		obj, err = statusProto(eventStatus(ev.Err))

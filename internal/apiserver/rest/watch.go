@@ -163,11 +163,7 @@ func (c *call) encodeEvent(metadataOnly bool) func(ev *watchcache.Event) ([]byte
 		typ := string(ev.Type)
 		switch ev.Type {
 		case storage.Bookmark:
-			md := map[string]any{"resourceVersion": strconv.FormatInt(ev.Revision, 10)}
-			if ev.InitialEventsEnd {
-				md["annotations"] = map[string]any{"k8s.io/initial-events-end": "true"}
-			}
-			obj = map[string]any{"kind": kind, "apiVersion": apiVersion, "metadata": md}
+			obj = map[string]any{"kind": kind, "apiVersion": apiVersion, "metadata": bookmarkMetadata(ev)}
 		case storage.ErrorEvent:
 			obj = eventStatus(ev.Err)
 		case storage.Added, storage.Modified, storage.Deleted:
@@ -198,6 +194,16 @@ func (c *call) encodeEvent(metadataOnly bool) func(ev *watchcache.Event) ([]byte
 		}
 		return append(b, '}', '\n'), nil
 	}
+}
+
+// bookmarkMetadata is the metadata of a bookmark's object: the revision, and the
+// initial-events-end annotation on the bookmark that ends a watch's initial events.
+func bookmarkMetadata(ev *watchcache.Event) map[string]any {
+	md := map[string]any{"resourceVersion": strconv.FormatInt(ev.Revision, 10)}
+	if ev.InitialEventsEnd {
+		md["annotations"] = map[string]any{metav1.InitialEventsAnnotationKey: "true"}
+	}
+	return md
 }
 
 func eventStatus(err error) metav1.Status {
