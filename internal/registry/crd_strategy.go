@@ -82,6 +82,10 @@ func (crdStrategy) PrepareForCreate(obj *unstructured.Unstructured) {
 	encodeInto(obj, crd)
 }
 
+// AllowUnconditionalUpdate is false: a CRD update must name the resourceVersion it
+// replaces, as upstream's CRD strategy requires.
+func (crdStrategy) AllowUnconditionalUpdate() bool { return false }
+
 func (crdStrategy) PrepareForUpdate(obj, _ *unstructured.Unstructured) {
 	crd, errs := decodeCRD(obj)
 	if len(errs) > 0 {

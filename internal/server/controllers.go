@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"net/url"
 	"os"
@@ -95,15 +93,16 @@ func (s *Server) startElectedControllers(ctx context.Context, wg *sync.WaitGroup
 	return nil
 }
 
-// leaderIdentity names this server in Leases: host name, serving address and a random
-// suffix (two runs on the same address are different candidates).
+// leaderIdentity names this server in Leases: host name and serving address. No two live
+// servers share both (the address is bound for the server's lifetime), and a server that
+// restarts on its address after a crash is the holder its Leases still name, so it leads
+// again at once instead of waiting for them to expire (as a lone server would otherwise
+// do after every kill -9).
 func (s *Server) leaderIdentity() string {
 	host, _ := os.Hostname()
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
 	addr := s.URL
 	if u, err := url.Parse(s.URL); err == nil {
 		addr = u.Host
 	}
-	return host + "_" + addr + "_" + hex.EncodeToString(b)
+	return host + "_" + addr
 }

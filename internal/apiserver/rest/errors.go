@@ -87,6 +87,29 @@ func unsupportedMediaType(contentType string) *apierrors.StatusError {
 	}}
 }
 
+// unsupportedPatchType is upstream's 415 for a PATCH whose Content-Type the kind does not
+// take, listing the ones it does.
+func unsupportedPatchType(accepted []string) *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusUnsupportedMediaType,
+		Reason:  metav1.StatusReasonUnsupportedMediaType,
+		Message: "the body of the request was in an unknown format - accepted media types include: " + strings.Join(accepted, ", "),
+	}}
+}
+
+// resourceNotFound is upstream's 404 for a path that names no served resource (an unknown
+// or unserved group, version, resource or subresource), as opposed to a missing object.
+func resourceNotFound() *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusNotFound,
+		Reason:  metav1.StatusReasonNotFound,
+		Message: "the server could not find the requested resource",
+		Details: &metav1.StatusDetails{},
+	}}
+}
+
 func causeNamespaceTerminating(ns string) metav1.StatusCause {
 	return metav1.StatusCause{Type: "NamespaceTerminating", Message: "namespace " + ns + " is terminating", Field: "metadata.namespace"}
 }

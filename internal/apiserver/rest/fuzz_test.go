@@ -124,7 +124,7 @@ func FuzzDecodeBody(f *testing.F) {
 			for _, fv := range []string{"Strict", "Warn", "Ignore"} {
 				c := fuzzCall(kind, "POST", "create", "", contentType, body)
 				clientError(t, "checkTypeMeta", c.checkTypeMeta(obj.DeepCopy()))
-				clientError(t, "checkFields "+fv, c.checkFields(writeOptions{fieldValidation: fv}, data))
+				clientError(t, "checkFields "+fv, c.checkFields(writeOptions{fieldValidation: fv}, data, ""))
 				clientError(t, "checkPatchedFields "+fv, c.checkPatchedFields(writeOptions{fieldValidation: fv}, data, data))
 			}
 			// What the handler reads from any decoded object must not panic either.

@@ -110,16 +110,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.gr = gvr.GroupResource()
 	kind, ok := h.reg.Lookup(gvr)
 	if !ok || !info.IsResourceRequest {
-		WriteStatus(w, apierrors.NewNotFound(c.gr, info.Name))
+		WriteStatus(w, resourceNotFound())
 		return
 	}
 	c.kind = kind
 	if len(info.Parts) > 3 {
-		WriteStatus(w, apierrors.NewNotFound(c.gr, info.Name))
+		WriteStatus(w, resourceNotFound())
 		return
 	}
 	if !kind.Namespaced && info.Namespace != "" && !(kind.Resource == "namespaces" && kind.Group == "") {
-		WriteStatus(w, apierrors.NewNotFound(c.gr, info.Name))
+		WriteStatus(w, resourceNotFound())
 		return
 	}
 	if sr, ok := kind.Subresources[info.Subresource]; ok && info.Subresource != "" {
@@ -134,21 +134,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "":
 	case "status":
 		if !kind.Status {
-			WriteStatus(w, apierrors.NewNotFound(c.gr, info.Name))
+			WriteStatus(w, resourceNotFound())
 			return
 		}
 	case "scale":
 		if kind.Scale == nil {
-			WriteStatus(w, apierrors.NewNotFound(c.gr, info.Name))
+			WriteStatus(w, resourceNotFound())
 			return
 		}
 	case "finalize":
 		if kind.Resource != "namespaces" || kind.Group != "" {
-			WriteStatus(w, apierrors.NewNotFound(c.gr, info.Name))
+			WriteStatus(w, resourceNotFound())
 			return
 		}
 	default:
-		WriteStatus(w, apierrors.NewNotFound(c.gr, info.Name))
+		WriteStatus(w, resourceNotFound())
 		return
 	}
 	if info.Subresource != "" && info.Verb != "get" && info.Verb != "update" && info.Verb != "patch" {

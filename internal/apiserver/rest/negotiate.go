@@ -158,6 +158,24 @@ func decodeObject(data []byte) (*unstructured.Unstructured, error) {
 	if err := utiljson.Unmarshal(data, &v); err != nil {
 		return nil, apierrors.NewBadRequest("the body is not valid JSON: " + err.Error())
 	}
+	return objectOf(v)
+}
+
+// decodeObjectDuplicates is decodeObject that also lists the duplicate fields of the body
+// (`duplicate field "spec.a"`), in the same pass; the last of duplicates wins, as in
+// decodeObject.
+func decodeObjectDuplicates(data []byte) (*unstructured.Unstructured, []error, error) {
+	var v any
+	dups, err := kjson.UnmarshalStrict(data, &v, kjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil, nil, apierrors.NewBadRequest("the body is not valid JSON: " + err.Error())
+	}
+	obj, err := objectOf(v)
+	return obj, dups, err
+}
+
+// objectOf checks that a decoded body is an object with an object (or no) metadata.
+func objectOf(v any) (*unstructured.Unstructured, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, apierrors.NewBadRequest("the body must be a JSON object")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,20 +36,15 @@ func (c *call) patch() {
 		return
 	}
 	ct := c.r.Header.Get("Content-Type")
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		c.fail(unsupportedMediaType(ct))
-		return
+	// The patch types this kind takes, in upstream's order: strategic merge patch only for
+	// built-in kinds (it needs their Go types).
+	accepted := []string{jsonPatchType, mergePatchType, strategicPatchType, applyPatchType}
+	if c.kind.NewTyped == nil {
+		accepted = []string{jsonPatchType, mergePatchType, applyPatchType}
 	}
-	switch mt {
-	case jsonPatchType, mergePatchType, applyPatchType:
-	case strategicPatchType:
-		if c.kind.NewTyped == nil {
-			c.fail(unsupportedMediaType(ct + " (strategic merge patch is supported for built-in kinds only)"))
-			return
-		}
-	default:
-		c.fail(unsupportedMediaType(ct))
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || !slices.Contains(accepted, mt) {
+		c.fail(unsupportedPatchType(accepted))
 		return
 	}
 	body, err := readBody(c.r)
@@ -186,7 +182,7 @@ func (c *call) apply(patch []byte, o writeOptions, out output) {
 		return
 	}
 	applied.SetName(c.info.Name)
-	if err := c.checkFields(o, patch); err != nil {
+	if err := c.checkFields(o, patch, ""); err != nil {
 		c.fail(err)
 		return
 	}

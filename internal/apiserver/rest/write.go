@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -70,22 +71,22 @@ func optionsInvalid(verb string, errs field.ErrorList) error {
 //
 // A body a built-in kind's Go type cannot hold at all (a number where a string belongs) is
 // refused under every fieldValidation with 400, as kube-apiserver's decoder refuses it.
-func (c *call) checkFields(o writeOptions, data []byte) error {
+func (c *call) checkFields(o writeOptions, data []byte, prefix string) error {
 	errs, decodeErr := c.fieldErrors(data)
 	if decodeErr != nil {
 		return apierrors.NewBadRequest(decodeErr.Error())
 	}
-	return c.applyFieldValidation(o, errs)
+	return c.applyFieldValidation(o, errs, prefix)
 }
 
 // applyFieldValidation fails the request with the unknown or duplicate fields errs under
-// Strict and adds them as Warning headers under Warn.
-func (c *call) applyFieldValidation(o writeOptions, errs []error) error {
+// Strict (the message starts with prefix) and adds them as Warning headers under Warn.
+func (c *call) applyFieldValidation(o writeOptions, errs []error, prefix string) error {
 	if len(errs) == 0 || o.fieldValidation == "Ignore" {
 		return nil
 	}
 	if o.fieldValidation == "Strict" {
-		return apierrors.NewBadRequest(strictMessage(errs))
+		return apierrors.NewBadRequest(prefix + strictMessage(errs))
 	}
 	for _, e := range errs {
 		addWarning(c.w, e.Error())
@@ -100,10 +101,16 @@ func (c *call) fieldErrors(data []byte) (fieldErrs []error, decodeErr error) {
 		if _, ok := e.(kjson.FieldError); ok {
 			fieldErrs = append(fieldErrs, e)
 		} else if decodeErr == nil {
-			decodeErr = fmt.Errorf("%s in version %q cannot be handled as a %s: %w", c.kind.Kind, c.kind.Version, c.kind.Kind, e)
+			decodeErr = fmt.Errorf("%s%w", c.undecodable(), e)
 		}
 	}
 	return fieldErrs, decodeErr
+}
+
+// undecodable starts upstream's message for a create or update body the kind cannot take
+// (under fieldValidation Strict: unknown or duplicate fields).
+func (c *call) undecodable() string {
+	return fmt.Sprintf("%s in version %q cannot be handled as a %s: ", c.kind.Kind, c.kind.Version, c.kind.Kind)
 }
 
 func strictMessage(errs []error) string {
@@ -124,7 +131,20 @@ func (c *call) readObjectBody(o writeOptions) (*unstructured.Unstructured, error
 	if err != nil {
 		return nil, err
 	}
-	obj, data, err := decodeBody(c.r.Header.Get("Content-Type"), body, c.kind.NewTyped != nil)
+	pruner, prunes := c.kind.StrategyOrDefault().(registry.UnknownFieldPruner)
+	var obj *unstructured.Unstructured
+	var data []byte
+	var dups []error
+	if prunes && o.fieldValidation != "Ignore" {
+		// Custom resources: one pass finds the duplicate fields; the unknown ones are
+		// found on the decoded object below.
+		if data, err = bodyJSON(c.r.Header.Get("Content-Type"), body, false); err != nil {
+			return nil, err
+		}
+		obj, dups, err = decodeObjectDuplicates(data)
+	} else {
+		obj, data, err = decodeBody(c.r.Header.Get("Content-Type"), body, c.kind.NewTyped != nil)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -138,16 +158,16 @@ func (c *call) readObjectBody(o writeOptions) (*unstructured.Unstructured, error
 	if a != nil && a.WantRequest {
 		audited = obj.DeepCopy().Object
 	}
-	if p, ok := c.kind.StrategyOrDefault().(registry.UnknownFieldPruner); ok {
+	if prunes {
 		// Custom resources: the unknown fields of the decoded body, without decoding it again
 		// (the strategy would prune them anyway).
-		if err := c.applyFieldValidation(o, p.PruneUnknownFields(obj.Object)); err != nil {
+		if err := c.applyFieldValidation(o, append(dups, pruner.PruneUnknownFields(obj.Object)...), c.undecodable()); err != nil {
 			return nil, err
 		}
 	} else if data != nil {
 		// Not protobuf (data is nil for a protobuf body, decoded into its Go type: it cannot
 		// carry unknown or duplicate fields).
-		if err := c.checkFields(o, data); err != nil {
+		if err := c.checkFields(o, data, c.undecodable()); err != nil {
 			return nil, err
 		}
 	}
@@ -239,10 +259,6 @@ func (c *call) create() {
 	o, err := c.parseWriteOptions()
 	if err != nil {
 		c.fail(err)
-		return
-	}
-	if c.info.Subresource == "scale" {
-		c.scaleUpdate(o)
 		return
 	}
 	obj, err := c.readObjectBody(o)
@@ -411,6 +427,10 @@ func (c *call) update() {
 		c.fail(err)
 		return
 	}
+	if c.info.Subresource == "scale" {
+		c.scaleUpdate(o)
+		return
+	}
 	obj, err := c.readObjectBody(o)
 	if err != nil {
 		c.fail(err)
@@ -434,7 +454,13 @@ func (c *call) update() {
 		}
 		pre = &storage.Preconditions{ResourceVersion: rv}
 	}
+	unconditional := pre == nil && !c.kind.AllowsUnconditionalUpdate()
 	updated, err := c.updateObject(pre, o, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		if unconditional {
+			// Checked once the object is known to exist (a missing one is a 404), as upstream.
+			return nil, apierrors.NewInvalid(schema.GroupKind{Group: c.gr.Group, Kind: c.gr.Resource}, c.info.Name, field.ErrorList{
+				field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
+		}
 		return obj.DeepCopy(), nil
 	})
 	if err != nil {

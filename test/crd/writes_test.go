@@ -1,0 +1,184 @@
+package crd
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/scale"
+)
+
+// scalableCRD is a namespaced CRD with status and scale subresources and a bounded
+// spec.replicas.
+func scalableCRD(t *testing.T, group string) *apiextensionsv1.CustomResourceDefinition {
+	return crdFromJSON(t, `{"metadata":{"name":"pools.`+group+`"},"spec":{"group":"`+group+`","scope":"Namespaced",
+		"names":{"plural":"pools","kind":"Pool"},
+		"versions":[{"name":"v1","served":true,"storage":true,
+			"subresources":{"status":{},"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas"}},
+			"schema":{"openAPIV3Schema":{"type":"object","properties":{
+				"spec":{"type":"object","properties":{"replicas":{"type":"integer","minimum":0,"maximum":9},"size":{"type":"string"}}},
+				"status":{"type":"object","properties":{"replicas":{"type":"integer"}}}}}}}]}}`)
+}
+
+// TestCustomResourceWrites covers what clients other than kubectl send: a PUT of an
+// autoscaling/v1 Scale (client-go's scale client, as the HPA uses it), updates without a
+// resourceVersion, duplicate and unknown fields under fieldValidation, and the 404 and 415
+// answers for what is not served.
+func TestCustomResourceWrites(t *testing.T) {
+	ext, dyn, cfg := clients(t)
+	ctx := ctxT(t, time.Minute)
+	const group = "writes.example.com"
+	crd := scalableCRD(t, group)
+	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, ext, crd.Name, apiextensionsv1.Established, apiextensionsv1.ConditionTrue)
+	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "pools"}
+	pools := dyn.Resource(gvr).Namespace("default")
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1", "kind": "Pool",
+		"metadata": map[string]any{"name": "p1"}, "spec": map[string]any{"replicas": int64(1), "size": "s"}}}
+	if _, err := pools.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("scale client update", func(t *testing.T) {
+		disc := memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cfg))
+		sc, err := scale.NewForConfig(cfg, restmapper.NewDeferredDiscoveryRESTMapper(disc), dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(disc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gr := gvr.GroupResource()
+		s, err := sc.Scales("default").Get(ctx, gr, "p1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Spec.Replicas = 4
+		got, err := sc.Scales("default").Update(ctx, gr, s, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatalf("scale update: %v", err)
+		}
+		if got.Spec.Replicas != 4 {
+			t.Fatalf("scale answer has replicas %d, want 4", got.Spec.Replicas)
+		}
+		cur, err := pools.Get(ctx, "p1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := unstructured.NestedInt64(cur.Object, "spec", "replicas"); n != 4 {
+			t.Fatalf("spec.replicas = %d after the scale update, want 4", n)
+		}
+		// A stale Scale is a conflict; one out of the schema's bounds is invalid.
+		if _, err := sc.Scales("default").Update(ctx, gr, s, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+			t.Fatalf("stale scale update: want 409, got %v", err)
+		}
+		s, _ = sc.Scales("default").Get(ctx, gr, "p1", metav1.GetOptions{})
+		s.Spec.Replicas = 12
+		if _, err := sc.Scales("default").Update(ctx, gr, s, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+			t.Fatalf("scale update over the maximum: want 422, got %v", err)
+		}
+	})
+
+	t.Run("update without resourceVersion", func(t *testing.T) {
+		cur, err := pools.Get(ctx, "p1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.SetResourceVersion("")
+		_, err = pools.Update(ctx, cur, metav1.UpdateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.resourceVersion: Invalid value: 0: must be specified for an update") {
+			t.Fatalf("custom resource update without resourceVersion: want upstream's 422, got %v", err)
+		}
+		_, err = pools.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		if !apierrors.IsInvalid(err) {
+			t.Fatalf("status update without resourceVersion: want 422, got %v", err)
+		}
+		c, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ResourceVersion = ""
+		if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, c, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+			t.Fatalf("CRD update without resourceVersion: want 422, got %v", err)
+		}
+		// A missing object is still a 404, not a 422.
+		cur.SetName("nope")
+		if _, err := pools.Update(ctx, cur, metav1.UpdateOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("update of a missing object without resourceVersion: want 404, got %v", err)
+		}
+	})
+
+	t.Run("duplicate and unknown fields", func(t *testing.T) {
+		rc := restClient(t, cfg)
+		body := `{"apiVersion":"` + group + `/v1","kind":"Pool","metadata":{"name":"dup"},"spec":{"size":"a","size":"b","extra":1}}`
+		err := rc.Post().AbsPath("/apis", group, "v1", "namespaces", "default", "pools").Param("fieldValidation", "Strict").
+			Body([]byte(body)).SetHeader("Content-Type", "application/json").Do(ctx).Error()
+		want := `Pool in version "v1" cannot be handled as a Pool: strict decoding error: duplicate field "spec.size", unknown field "spec.extra"`
+		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("strict create with a duplicate and an unknown field:\n got %v\nwant 400 %q", err, want)
+		}
+		// Warn (the default) stores the object and says why in Warning headers.
+		var warnings []string
+		wc := rest.CopyConfig(cfg)
+		wc.WarningHandler = warningRecorder(func(msg string) { warnings = append(warnings, msg) })
+		rc = restClient(t, wc)
+		if err := rc.Post().AbsPath("/apis", group, "v1", "namespaces", "default", "pools").
+			Body([]byte(body)).SetHeader("Content-Type", "application/json").Do(ctx).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(warnings, "; "); !strings.Contains(got, `duplicate field "spec.size"`) || !strings.Contains(got, `unknown field "spec.extra"`) {
+			t.Fatalf("warnings = %q, want the duplicate and the unknown field", got)
+		}
+		stored, err := pools.Get(ctx, "dup", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if size, _, _ := unstructured.NestedString(stored.Object, "spec", "size"); size != "b" {
+			t.Fatalf("spec.size = %q, want the last duplicate %q", size, "b")
+		}
+		if _, found, _ := unstructured.NestedFieldNoCopy(stored.Object, "spec", "extra"); found {
+			t.Fatal("the unknown field spec.extra was stored")
+		}
+	})
+
+	t.Run("not served and unsupported patch", func(t *testing.T) {
+		rc := restClient(t, cfg)
+		err := rc.Get().AbsPath("/apis", group, "v9", "namespaces", "default", "pools").Do(ctx).Error()
+		if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "the server could not find the requested resource") {
+			t.Fatalf("unserved version: want upstream's 404, got %v", err)
+		}
+		_, err = pools.Patch(ctx, "p1", types.StrategicMergePatchType, []byte(`{"spec":{"size":"m"}}`), metav1.PatchOptions{})
+		want := "accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+		if !apierrors.IsUnsupportedMediaType(err) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("strategic merge patch on a custom resource: want 415 %q, got %v", want, err)
+		}
+	})
+}
+
+// restClient is a client for raw requests against cfg's server.
+func restClient(t *testing.T, cfg *rest.Config) *rest.RESTClient {
+	t.Helper()
+	c := rest.CopyConfig(cfg)
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	rc, err := rest.UnversionedRESTClientFor(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc
+}
+
+// warningRecorder is a rest.WarningHandler calling f with each warning's text.
+type warningRecorder func(msg string)
+
+func (f warningRecorder) HandleWarningHeader(code int, agent, msg string) { f(msg) }
