@@ -2,7 +2,9 @@ package crd
 
 import (
 	"context"
+	"fmt"
 	"net/url"
+	"slices"
 	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -26,6 +28,12 @@ type Options struct {
 func Compile(crd *Stripped, o Options, terminating bool) []*registry.Kind {
 	c := &compiled{crd: crd, opts: o}
 	storage := StorageVersion(crd.CustomResourceDefinition)
+	c.versions = make(map[string]*version, len(crd.Spec.Versions))
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		c.versions[v.Name] = &version{c: c, v: v}
+	}
+	c.storage = c.versions[storage]
 	names := crd.Spec.Names
 	listKind := names.ListKind
 	if listKind == "" {
@@ -37,7 +45,7 @@ func Compile(crd *Stripped, o Options, terminating bool) []*registry.Kind {
 		if !v.Served {
 			continue
 		}
-		vs := &version{c: c, v: v}
+		vs := c.versions[v.Name]
 		k := &registry.Kind{
 			Group: crd.Spec.Group, Version: v.Name,
 			Kind: names.Kind, ListKind: listKind,
@@ -49,6 +57,8 @@ func Compile(crd *Stripped, o Options, terminating bool) []*registry.Kind {
 			Attrs:          vs.attrs,
 			StorageVersion: storage,
 			Generation:     true,
+
+			DeprecationWarning: deprecationWarning(&crd.Spec, v),
 		}
 		if terminating {
 			k.Verbs = []string{"delete", "deletecollection", "get", "list", "patch", "update", "watch"}
@@ -95,6 +105,11 @@ type compiled struct {
 
 	convOnce sync.Once
 	conv     converter
+
+	// versions are every version of the CRD, served or not, by name; storage is the one
+	// objects are stored in (nil if the CRD has no versions).
+	versions map[string]*version
+	storage  *version
 }
 
 func (c *compiled) converter() converter {
@@ -102,7 +117,7 @@ func (c *compiled) converter() converter {
 	return c.conv
 }
 
-// version is one served version: its strategy, schema and conversion hooks.
+// version is one version of a CRD: its strategy, schema and conversion hooks.
 type version struct {
 	c *compiled
 	v *apiextensionsv1.CustomResourceDefinitionVersion
@@ -120,21 +135,37 @@ type version struct {
 
 func (vs *version) apiVersion() string { return vs.c.crd.Spec.Group + "/" + vs.v.Name }
 
-// fromStorage converts stored objects to this version, then defaults (and prunes) them
-// with this version's schema, as upstream does on every read.
+// fromStorage converts stored objects to this version. Objects the conversion changed are
+// then coerced with this version's schema, as upstream does after every conversion (the
+// versions' schemas differ, a webhook may add fields), and every object is defaulted if
+// the schema has defaults. Objects neither converted nor defaulted are returned as stored:
+// they were pruned with this schema when written, so reads in the storage version cost
+// nothing. Stored objects may be shared (watch cache): changed ones are copied first.
 func (vs *version) fromStorage(ctx context.Context, objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	out, err := vs.c.converter().convert(ctx, objs, vs.apiVersion())
 	if err != nil {
 		return nil, err
 	}
 	s := vs.compiled()
-	if s == nil || !s.hasDefaults {
+	if s == nil {
 		return out, nil
 	}
 	for i, o := range out {
-		if o == objs[i] {
-			o = o.DeepCopy() // the stored object may be shared (watch cache)
+		converted := o != objs[i]
+		if !converted && !s.hasDefaults {
+			continue
 		}
+		if converted {
+			if err := s.coerce(o); err != nil {
+				return nil, fmt.Errorf("%s %s converted to %s: %w", vs.c.crd.Spec.Names.Kind, objectName(o), vs.v.Name, err)
+			}
+			s.applyDefaults(o)
+			continue
+		}
+		if &out[0] == &objs[0] {
+			out = slices.Clone(out) // the converters return objs itself when nothing converts
+		}
+		o = o.DeepCopy()
 		s.defaultAndPrune(o)
 		out[i] = o
 	}
@@ -142,15 +173,27 @@ func (vs *version) fromStorage(ctx context.Context, objs []*unstructured.Unstruc
 }
 
 // toStorage prunes and defaults a validated object (status subresource writes skip the
-// strategy) and converts it to the storage version.
+// strategy) and converts it to the storage version; a converted object is then coerced with
+// the storage version's schema, as upstream does before it stores it.
 func (vs *version) toStorage(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if s := vs.compiled(); s != nil {
 		s.defaultAndPrune(obj)
 	}
-	target := vs.c.crd.Spec.Group + "/" + StorageVersion(vs.c.crd.CustomResourceDefinition)
-	out, err := vs.c.converter().convert(ctx, []*unstructured.Unstructured{obj}, target)
+	st := vs.c.storage
+	if st == nil {
+		return obj, nil
+	}
+	out, err := vs.c.converter().convert(ctx, []*unstructured.Unstructured{obj}, st.apiVersion())
 	if err != nil {
 		return nil, err
+	}
+	if out[0] == obj {
+		return obj, nil
+	}
+	if s := st.compiled(); s != nil {
+		if err := s.coerce(out[0]); err != nil {
+			return nil, fmt.Errorf("%s %s converted to %s: %w", vs.c.crd.Spec.Names.Kind, objectName(obj), st.v.Name, err)
+		}
 	}
 	return out[0], nil
 }

@@ -17,10 +17,12 @@ import (
 
 	"github.com/google/uuid"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // converter turns objects of one CRD into another version of it.
@@ -65,7 +67,8 @@ func (noneConverter) convert(_ context.Context, objs []*unstructured.Unstructure
 	return out, nil
 }
 
-// webhookConverter calls the CRD's conversion webhook with a ConversionReview v1.
+// webhookConverter calls the CRD's conversion webhook with a ConversionReview in the first
+// of its conversionReviewVersions that Kube speaks (v1, v1beta1).
 type webhookConverter struct {
 	crd  *apiextensionsv1.CustomResourceDefinition
 	opts Options
@@ -73,6 +76,7 @@ type webhookConverter struct {
 	once   sync.Once
 	client *http.Client
 	url    string
+	review string // ConversionReview version
 	err    error
 }
 
@@ -84,6 +88,9 @@ func (w *webhookConverter) setup() {
 	wh := w.crd.Spec.Conversion.Webhook
 	if wh == nil || wh.ClientConfig == nil {
 		w.err = errors.New("spec.conversion.webhook.clientConfig is missing")
+		return
+	}
+	if w.review, w.err = reviewVersion(wh.ConversionReviewVersions); w.err != nil {
 		return
 	}
 	cc := wh.ClientConfig
@@ -137,35 +144,37 @@ func (w *webhookConverter) convert(ctx context.Context, objs []*unstructured.Uns
 	if w.err != nil {
 		return nil, fmt.Errorf("conversion webhook for %s: %w", w.crd.Name, w.err)
 	}
-	review := apiextensionsv1.ConversionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "ConversionReview"},
-		Request:  &apiextensionsv1.ConversionRequest{UID: types.UID(uuid.NewString()), DesiredAPIVersion: apiVersion},
-	}
-	for _, i := range idx {
+	sent := make([]runtime.RawExtension, len(idx))
+	for n, i := range idx {
 		raw, err := json.Marshal(objs[i].Object)
 		if err != nil {
 			return nil, err
 		}
-		review.Request.Objects = append(review.Request.Objects, runtime.RawExtension{Raw: raw})
+		sent[n] = runtime.RawExtension{Raw: raw}
 	}
-	converted, err := w.call(ctx, &review)
+	converted, err := w.call(ctx, apiVersion, sent)
 	if err != nil {
 		return nil, fmt.Errorf("conversion webhook for %s failed: %w", w.crd.Name, err)
 	}
 	out := append([]*unstructured.Unstructured(nil), objs...)
 	for n, i := range idx {
-		c, err := checkConverted(objs[i], converted[n], apiVersion)
-		if err != nil {
-			return nil, fmt.Errorf("conversion webhook for %s returned an invalid object: %w", w.crd.Name, err)
+		in, c := objs[i], converted[n]
+		if err := checkConverted(in, c, apiVersion); err != nil {
+			return nil, fmt.Errorf("conversion webhook for %s returned an invalid object for %s: %w", w.crd.Name, objectName(in), err)
+		}
+		if err := restoreMetadata(in, c); err != nil {
+			return nil, fmt.Errorf("conversion webhook for %s returned invalid metadata for %s: %w", w.crd.Name, objectName(in), err)
 		}
 		out[i] = c
 	}
 	return out, nil
 }
 
-// call posts the review and returns the converted objects, one per object sent.
-func (w *webhookConverter) call(ctx context.Context, review *apiextensionsv1.ConversionReview) ([]*unstructured.Unstructured, error) {
-	body, err := json.Marshal(review)
+// call posts a ConversionReview of objects and returns the converted objects, one per object
+// sent.
+func (w *webhookConverter) call(ctx context.Context, apiVersion string, objects []runtime.RawExtension) ([]*unstructured.Unstructured, error) {
+	uid := types.UID(uuid.NewString())
+	body, err := encodeReview(w.review, uid, apiVersion, objects)
 	if err != nil {
 		return nil, err
 	}
@@ -187,27 +196,15 @@ func (w *webhookConverter) call(ctx context.Context, review *apiextensionsv1.Con
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("the webhook answered HTTP %d", resp.StatusCode)
 	}
-	var answer apiextensionsv1.ConversionReview
-	if err := json.Unmarshal(data, &answer); err != nil {
-		return nil, fmt.Errorf("the webhook answered something that is not a ConversionReview: %v", err)
+	converted, err := decodeReview(w.review, uid, data)
+	if err != nil {
+		return nil, err
 	}
-	r := answer.Response
-	switch {
-	case r == nil:
-		return nil, errors.New("the webhook's ConversionReview has no response")
-	case r.UID != review.Request.UID:
-		return nil, fmt.Errorf("the webhook's response uid %q does not match the request's %q", r.UID, review.Request.UID)
-	case r.Result.Status != metav1.StatusSuccess:
-		msg := r.Result.Message
-		if msg == "" {
-			msg = "status " + r.Result.Status
-		}
-		return nil, fmt.Errorf("the webhook refused the conversion: %s", msg)
-	case len(r.ConvertedObjects) != len(review.Request.Objects):
-		return nil, fmt.Errorf("the webhook returned %d objects for %d", len(r.ConvertedObjects), len(review.Request.Objects))
+	if len(converted) != len(objects) {
+		return nil, fmt.Errorf("the webhook returned %d objects for %d", len(converted), len(objects))
 	}
-	out := make([]*unstructured.Unstructured, len(r.ConvertedObjects))
-	for i, raw := range r.ConvertedObjects {
+	out := make([]*unstructured.Unstructured, len(converted))
+	for i, raw := range converted {
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(raw.Raw); err != nil {
 			return nil, fmt.Errorf("converted object %d: %v", i, err)
@@ -217,30 +214,84 @@ func (w *webhookConverter) call(ctx context.Context, review *apiextensionsv1.Con
 	return out, nil
 }
 
-// checkConverted refuses what upstream refuses from a webhook (another kind or version, a
-// changed identity) and keeps the original metadata but labels and annotations.
-func checkConverted(in, out *unstructured.Unstructured, apiVersion string) (*unstructured.Unstructured, error) {
-	if out.GetAPIVersion() != apiVersion {
-		return nil, fmt.Errorf("apiVersion %q, want %q", out.GetAPIVersion(), apiVersion)
+func objectName(o *unstructured.Unstructured) string {
+	if ns := o.GetNamespace(); ns != "" {
+		return ns + "/" + o.GetName()
 	}
-	if out.GetKind() != in.GetKind() {
-		return nil, fmt.Errorf("kind %q, want %q", out.GetKind(), in.GetKind())
+	return o.GetName()
+}
+
+// checkConverted refuses what kube-apiserver refuses from a webhook: another version or
+// kind, a changed name, namespace or uid.
+func checkConverted(in, out *unstructured.Unstructured, apiVersion string) error {
+	switch {
+	case out.GetAPIVersion() != apiVersion:
+		return fmt.Errorf("apiVersion %q, want %q", out.GetAPIVersion(), apiVersion)
+	case out.GetKind() != in.GetKind():
+		return fmt.Errorf("kind %q, want %q", out.GetKind(), in.GetKind())
+	case out.GetName() != in.GetName():
+		return fmt.Errorf("metadata.name %q, want %q", out.GetName(), in.GetName())
+	case out.GetNamespace() != in.GetNamespace():
+		return fmt.Errorf("metadata.namespace %q, want %q", out.GetNamespace(), in.GetNamespace())
+	case out.GetUID() != in.GetUID():
+		return fmt.Errorf("metadata.uid %q, want %q", out.GetUID(), in.GetUID())
 	}
-	if out.GetName() != in.GetName() || out.GetNamespace() != in.GetNamespace() || out.GetUID() != in.GetUID() {
-		return nil, errors.New("metadata.name, namespace or uid changed")
+	return nil
+}
+
+// restoreMetadata gives converted the metadata of original, but for the labels and
+// annotations converted carries: a webhook may change those (kube-apiserver lets it), and
+// nothing else of metadata. Labels and annotations the webhook changed must be valid; an
+// absent or null map removes them.
+func restoreMetadata(original, converted *unstructured.Unstructured) error {
+	m, ok := converted.Object["metadata"]
+	if !ok {
+		return errors.New("metadata is missing")
 	}
-	md, _, _ := unstructured.NestedFieldCopy(in.Object, "metadata")
-	m, _ := md.(map[string]any)
-	if m == nil {
-		m = map[string]any{}
+	answered, ok := m.(map[string]any)
+	if !ok {
+		return fmt.Errorf("metadata is a %T, not an object", m)
 	}
-	for _, k := range []string{"labels", "annotations"} {
-		if v, ok, _ := unstructured.NestedFieldCopy(out.Object, "metadata", k); ok {
-			m[k] = v
-		} else {
-			delete(m, k)
+	md, _ := runtime.DeepCopyJSONValue(original.Object["metadata"]).(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+	}
+	for _, f := range []string{"labels", "annotations"} {
+		v := answered[f]
+		if v == nil {
+			delete(md, f)
+			continue
 		}
+		got, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("metadata.%s is a %T, not an object", f, v)
+		}
+		was, _ := md[f].(map[string]any)
+		changed := len(got) != len(was)
+		strs := make(map[string]string, len(got))
+		for k, v := range got {
+			s, ok := v.(string)
+			if !ok {
+				return fmt.Errorf("metadata.%s[%s] is a %T, not a string", f, k, v)
+			}
+			strs[k] = s
+			if w, ok := was[k].(string); !ok || w != s {
+				changed = true
+			}
+		}
+		if changed {
+			var errs field.ErrorList
+			if f == "labels" {
+				errs = metav1validation.ValidateLabels(strs, field.NewPath("metadata", f))
+			} else {
+				errs = apivalidation.ValidateAnnotations(strs, field.NewPath("metadata", f))
+			}
+			if len(errs) > 0 {
+				return errs.ToAggregate()
+			}
+		}
+		md[f] = got
 	}
-	out.Object["metadata"] = m
-	return out, nil
+	converted.Object["metadata"] = md
+	return nil
 }

@@ -77,6 +77,10 @@ type Kind struct {
 	// every change outside metadata and status), as for custom resources and kinds with a
 	// spec. Kinds without it (ConfigMap, Secret, ...) carry no generation, as upstream.
 	Generation bool
+	// DeprecationWarning, when set, is sent as a Warning header (299) with the response to
+	// every request to this kind's version, subresources included: a custom resource version
+	// marked deprecated gets its deprecationWarning or upstream's default text.
+	DeprecationWarning string
 
 	// Create, when set, makes the kind computed rather than stored: a create calls it with
 	// the decoded, type-checked request object and answers 201 with what it returns; nothing

@@ -114,6 +114,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.kind = kind
+	if kind.DeprecationWarning != "" {
+		// Every request to a deprecated version, whatever its outcome, as upstream.
+		addWarning(w, kind.DeprecationWarning)
+	}
 	if len(info.Parts) > 3 {
 		WriteStatus(w, resourceNotFound())
 		return
