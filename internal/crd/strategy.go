@@ -123,6 +123,7 @@ func hasDefaults(s *structuralschema.Structural) bool {
 func (s *schemaSet) defaultAndPrune(obj *unstructured.Unstructured) {
 	structuraldefaulting.Default(obj.Object, s.structural)
 	structuralpruning.Prune(obj.Object, s.structural, true)
+	pruneUnknownMetadata(obj.Object)
 }
 
 // PrepareForCreate defaults and prunes a new custom resource.
@@ -183,7 +184,11 @@ func (vs *version) PruneUnknownFields(obj map[string]any) []error {
 	if s == nil {
 		return nil
 	}
+	// Metadata first, then the schema's fields: upstream's order.
 	var errs []error
+	for _, p := range pruneUnknownMetadata(obj) {
+		errs = append(errs, &unknownField{path: p})
+	}
 	for _, p := range structuralpruning.PruneWithOptions(obj, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}) {
 		errs = append(errs, &unknownField{path: p})
 	}

@@ -121,12 +121,12 @@ func TestCustomResourceWrites(t *testing.T) {
 
 	t.Run("duplicate and unknown fields", func(t *testing.T) {
 		rc := restClient(t, cfg)
-		body := `{"apiVersion":"` + group + `/v1","kind":"Pool","metadata":{"name":"dup"},"spec":{"size":"a","size":"b","extra":1}}`
+		body := `{"apiVersion":"` + group + `/v1","kind":"Pool","metadata":{"name":"dup","foo":1},"spec":{"size":"a","size":"b","extra":1}}`
 		err := rc.Post().AbsPath("/apis", group, "v1", "namespaces", "default", "pools").Param("fieldValidation", "Strict").
 			Body([]byte(body)).SetHeader("Content-Type", "application/json").Do(ctx).Error()
-		want := `Pool in version "v1" cannot be handled as a Pool: strict decoding error: duplicate field "spec.size", unknown field "spec.extra"`
+		want := `Pool in version "v1" cannot be handled as a Pool: strict decoding error: duplicate field "spec.size", unknown field "metadata.foo", unknown field "spec.extra"`
 		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), want) {
-			t.Fatalf("strict create with a duplicate and an unknown field:\n got %v\nwant 400 %q", err, want)
+			t.Fatalf("strict create with duplicate and unknown fields:\n got %v\nwant 400 %q", err, want)
 		}
 		// Warn (the default) stores the object and says why in Warning headers.
 		var warnings []string
@@ -137,7 +137,7 @@ func TestCustomResourceWrites(t *testing.T) {
 			Body([]byte(body)).SetHeader("Content-Type", "application/json").Do(ctx).Error(); err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Join(warnings, "; "); !strings.Contains(got, `duplicate field "spec.size"`) || !strings.Contains(got, `unknown field "spec.extra"`) {
+		if got := strings.Join(warnings, "; "); !strings.Contains(got, `duplicate field "spec.size"`) || !strings.Contains(got, `unknown field "spec.extra"`) || !strings.Contains(got, `unknown field "metadata.foo"`) {
 			t.Fatalf("warnings = %q, want the duplicate and the unknown field", got)
 		}
 		stored, err := pools.Get(ctx, "dup", metav1.GetOptions{})
@@ -149,6 +149,17 @@ func TestCustomResourceWrites(t *testing.T) {
 		}
 		if _, found, _ := unstructured.NestedFieldNoCopy(stored.Object, "spec", "extra"); found {
 			t.Fatal("the unknown field spec.extra was stored")
+		}
+		if _, found, _ := unstructured.NestedFieldNoCopy(stored.Object, "metadata", "foo"); found {
+			t.Fatal("the unknown field metadata.foo was stored")
+		}
+		// A merge patch cannot store unknown metadata either.
+		patched, err := pools.Patch(ctx, "dup", types.MergePatchType, []byte(`{"metadata":{"bar":"x","labels":{"a":"b"}}}`), metav1.PatchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, found, _ := unstructured.NestedFieldNoCopy(patched.Object, "metadata", "bar"); found || patched.GetLabels()["a"] != "b" {
+			t.Fatalf("after a merge patch of metadata.bar and a label: metadata %v", patched.Object["metadata"])
 		}
 	})
 
