@@ -2,13 +2,15 @@
 // and builds clients for an embedded member or an external cluster.
 //
 // Kube never replicates state itself: etcd is the distributed engine. A single `kube server`
-// runs one embedded member on loopback in its data directory; `kube etcd` runs one member of
-// a cluster on its own, so three of them form a cluster on one machine; several `kube server`
-// processes then share it through --etcd-servers.
+// runs one embedded member in its data directory, with no TCP port at all: no peer listener,
+// and for clients only a unix socket in the 0700 data directory, since etcd would hand every
+// object to whoever reaches it. `kube etcd` runs one member of a cluster on its own, on the
+// URLs it is given (plain http: the operator protects them), so three of them form a cluster
+// on one machine; several `kube server` processes then share it through --etcd-servers.
 //
 // The embedded member's own server talks to it in-process (Member.Client: etcd's v3client,
-// no gRPC and no socket); other processes reach it, or an external cluster, over the network
-// (NewClient).
+// no gRPC and no socket); tests and tools of the same user reach it through its socket, and
+// any process reaches an external cluster over the network (NewClient).
 //
 // Usage:
 //

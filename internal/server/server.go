@@ -83,8 +83,10 @@ func New(ctx context.Context, o Options) (_ *Server, err error) {
 			Name:          "kube",
 			DataDir:       filepath.Join(o.DataDir, "etcd"),
 			UnsafeNoFsync: o.EtcdUnsafeNoFsync,
-			// Alone on loopback: no peer can be slow, so elect at once and start fast,
-			// and keep no raft log in memory for followers that cannot exist.
+			// No URLs: a member alone that no other process reaches (no TCP port; a unix
+			// socket in the 0700 data directory; Kube itself talks to it in-process). No
+			// peer can be slow, so elect at once and start fast, and keep no raft log in
+			// memory for followers that cannot exist.
 			HeartbeatInterval:      10 * time.Millisecond,
 			ElectionTimeout:        100 * time.Millisecond,
 			SnapshotCatchUpEntries: 100,

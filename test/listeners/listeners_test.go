@@ -1,0 +1,189 @@
+//go:build linux
+
+// Package listeners checks what a `kube server` process exposes, the way an operator would
+// with `ss -ltnp`: with its default embedded etcd it listens on its HTTPS port and on no other
+// TCP port, since etcd answers every request without authentication and would hand out every
+// object, secrets included, past the API server. The embedded member's only client socket is
+// a unix socket that only the server's user can open.
+package listeners
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"kubeos.dev/kube/internal/server/servertest"
+)
+
+func TestServerListensOnlyOnItsPort(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kube")
+	if out, err := exec.Command("go", "build", "-o", bin, "kubeos.dev/kube/cmd/kube").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+
+	data := filepath.Join(dir, "data")
+	var out servertest.Buffer
+	cmd := exec.Command(bin, "server", "--data-dir", data, "--secure-port", strconv.Itoa(port))
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), "Kube is ready") {
+		if time.Now().After(deadline) {
+			t.Fatalf("kube server not ready within 60 s:\n%s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// The store works: a Secret written through the API reads back.
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(data, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default"}, StringData: map[string]string{"password": "hunter2"}}
+	if _, err := cs.CoreV1().Secrets("default").Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cs.CoreV1().Secrets("default").Get(ctx, "s", metav1.GetOptions{}); err != nil || string(got.Data["password"]) != "hunter2" {
+		t.Fatalf("secret read back: %v %v", got, err)
+	}
+
+	ports, err := listeningTCPPorts(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ports) != 1 || ports[0] != port {
+		t.Errorf("kube server listens on TCP ports %v, want only its secure port %d", ports, port)
+	}
+
+	etcdDir := filepath.Join(data, "etcd")
+	sock := filepath.Join(etcdDir, "client.sock")
+	assertMode(t, etcdDir, os.ModeDir|0o700)
+	assertMode(t, sock, os.ModeSocket|0o600)
+	if tried, err := dialAsNobody(sock); !tried {
+		t.Log("not root: did not try to connect as another user")
+	} else if !errors.Is(err, syscall.EACCES) {
+		t.Errorf("another user connecting to %s: %v, want permission denied", sock, err)
+	}
+}
+
+// listeningTCPPorts are the ports of the TCP sockets in LISTEN state that process pid holds,
+// from /proc as ss reads them.
+func listeningTCPPorts(pid int) ([]int, error) {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return nil, err
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err == nil && strings.HasPrefix(target, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(target, "socket:["), "]")] = true
+		}
+	}
+	var ports []int
+	for _, table := range []string{"tcp", "tcp6"} {
+		f, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Scan() // header
+		for sc.Scan() {
+			// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 10 || fields[3] != "0A" || !inodes[fields[9]] {
+				continue
+			}
+			_, hexPort, _ := strings.Cut(fields[1], ":")
+			p, err := strconv.ParseUint(hexPort, 16, 16)
+			if err != nil {
+				f.Close()
+				return nil, err
+			}
+			ports = append(ports, int(p))
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return ports, nil
+}
+
+func assertMode(t *testing.T, path string, want os.FileMode) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode() & (os.ModeType | os.ModePerm); got != want {
+		t.Errorf("%s: mode %v, want %v", path, got, want)
+	}
+}
+
+// dialAsNobody connects to the unix socket at path with the file-system identity of user and
+// group 65534 (nobody), as another local user would; only root can (tried false otherwise).
+// setfsuid changes one thread, which the goroutine never unlocks, so the thread ends with it;
+// moving fsuid off 0 drops the capabilities that would let root past file modes.
+func dialAsNobody(path string) (tried bool, err error) {
+	if os.Geteuid() != 0 {
+		return false, nil
+	}
+	type result struct {
+		tried bool
+		err   error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		syscall.Syscall(syscall.SYS_SETFSGID, 65534, 0, 0)
+		syscall.Syscall(syscall.SYS_SETFSUID, 65534, 0, 0)
+		// An invalid id changes nothing and returns the current one.
+		if cur, _, _ := syscall.Syscall(syscall.SYS_SETFSUID, ^uintptr(0), 0, 0); cur != 65534 {
+			ch <- result{}
+			return
+		}
+		c, err := net.Dial("unix", path)
+		if err == nil {
+			c.Close()
+		}
+		ch <- result{true, err}
+	}()
+	r := <-ch
+	return r.tried, r.err
+}
