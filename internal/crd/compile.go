@@ -22,11 +22,13 @@ type Options struct {
 	ResolveService func(namespace, name string, port int32) (*url.URL, error)
 }
 
-// Compile returns one Kind per served version of crd. crd must not be changed afterwards
-// (the Kinds keep it and decode a version's schema on its first request). Terminating: the Kinds refuse create, as upstream does while a CRD's
-// custom resources are being deleted.
-func Compile(crd *Stripped, o Options, terminating bool) []*registry.Kind {
-	c := &compiled{crd: crd, opts: o}
+// Compile returns one Kind per served version of crd, served under names: the CRD's
+// status.acceptedNames, as upstream serves them, which keep a name's previous value while
+// the one in spec.names conflicts with another resource. crd must not be changed afterwards
+// (the Kinds keep it and decode a version's schema on its first request). Terminating: the
+// Kinds refuse create, as upstream does while a CRD's custom resources are being deleted.
+func Compile(crd *Stripped, names apiextensionsv1.CustomResourceDefinitionNames, o Options, terminating bool) []*registry.Kind {
+	c := &compiled{crd: crd, kind: names.Kind, opts: o}
 	storage := StorageVersion(crd.CustomResourceDefinition)
 	c.versions = make(map[string]*version, len(crd.Spec.Versions))
 	for i := range crd.Spec.Versions {
@@ -34,7 +36,6 @@ func Compile(crd *Stripped, o Options, terminating bool) []*registry.Kind {
 		c.versions[v.Name] = &version{c: c, v: v}
 	}
 	c.storage = c.versions[storage]
-	names := crd.Spec.Names
 	listKind := names.ListKind
 	if listKind == "" {
 		listKind = names.Kind + "List"
@@ -100,7 +101,9 @@ func StorageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 
 // compiled is what the versions of one CRD share.
 type compiled struct {
-	crd  *Stripped
+	crd *Stripped
+	// kind is the accepted kind the objects are validated as.
+	kind string
 	opts Options
 
 	convOnce sync.Once

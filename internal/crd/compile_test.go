@@ -30,7 +30,7 @@ func compileWidget(t *testing.T) []*version {
 	if crd.Spec.Versions[0].Schema != nil {
 		t.Fatal("Strip kept the decoded schema")
 	}
-	kinds := Compile(stripped, Options{}, false)
+	kinds := Compile(stripped, crd.Spec.Names, Options{}, false)
 	if len(kinds) != 1 || kinds[0].Version != "v1" || kinds[0].Kind != "Widget" || !kinds[0].Namespaced || !kinds[0].Generation {
 		t.Fatalf("kinds: %+v", kinds)
 	}

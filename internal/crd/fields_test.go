@@ -22,7 +22,7 @@ func compileJSON(t *testing.T, s string) []*registry.Kind {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Compile(stripped, Options{}, false)
+	return Compile(stripped, crd.Spec.Names, Options{}, false)
 }
 
 // TestSelectableFields: a custom resource's field set is metadata.name, metadata.namespace

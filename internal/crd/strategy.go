@@ -42,11 +42,11 @@ type schemaSet struct {
 // compiled returns the version's schema set, compiling it on first use; nil if the schema
 // cannot be compiled (Validate then reports why).
 func (vs *version) compiled() *schemaSet {
-	vs.once.Do(func() { vs.schema, vs.err = compileSchema(vs.c.crd, vs.v) })
+	vs.once.Do(func() { vs.schema, vs.err = compileSchema(vs.c.crd, vs.c.kind, vs.v) })
 	return vs.schema
 }
 
-func compileSchema(crd *Stripped, v *apiextensionsv1.CustomResourceDefinitionVersion) (*schemaSet, error) {
+func compileSchema(crd *Stripped, kind string, v *apiextensionsv1.CustomResourceDefinitionVersion) (*schemaSet, error) {
 	validation, err := crd.Schema(v.Name)
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func compileSchema(crd *Stripped, v *apiextensionsv1.CustomResourceDefinitionVer
 			}
 		}
 	}
-	gvk := apiextensionsv1.SchemeGroupVersion.WithKind(crd.Spec.Names.Kind)
+	gvk := apiextensionsv1.SchemeGroupVersion.WithKind(kind)
 	gvk.Group, gvk.Version = crd.Spec.Group, v.Name
 	st := customresource.NewStrategy(unstructuredscheme.NewUnstructuredObjectTyper(),
 		crd.Spec.Scope == apiextensionsv1.NamespaceScoped, gvk, validator, statusValidator, s, status, scale, v.SelectableFields)

@@ -140,7 +140,8 @@ func TestInvalidCRD(t *testing.T) {
 }
 
 // TestNameConflict: a CRD whose names another CRD already has is accepted, with
-// NamesAccepted=False and reason NameConflict, as upstream.
+// NamesAccepted=False and the reason of the name (here ShortNamesConflict), and is not
+// established until the name is free, as upstream.
 func TestNameConflict(t *testing.T) {
 	ext, _, _ := clients(t)
 	ctx := ctxT(t, 30*time.Second)
@@ -154,7 +155,7 @@ func TestNameConflict(t *testing.T) {
 	}
 	crd := waitCondition(t, ext, "gadgets.conflict.example.com", apiextensionsv1.NamesAccepted, apiextensionsv1.ConditionFalse)
 	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.NamesAccepted && (c.Reason != "NameConflict" || c.Message != `"wd" is already in use`) {
+		if c.Type == apiextensionsv1.NamesAccepted && (c.Reason != "ShortNamesConflict" || c.Message != `"wd" is already in use`) {
 			t.Errorf("NamesAccepted: %+v", c)
 		}
 	}

@@ -61,12 +61,16 @@ type Controller struct {
 	queue      workqueue.TypedRateLimitingInterface[string]
 	builtins   map[schema.GroupResource]*registry.Kind
 
-	// mu guards served and makes "check the names, then register" one step, so that two
-	// workers never accept the same name for two CRDs of a group. It is never held across
-	// an API call.
+	// mu guards served and accepted and makes "decide the names, then register" one step,
+	// so that two workers never accept the same name for two CRDs of a group. It is never
+	// held across an API call.
 	mu sync.Mutex
 	// served is what this server registered per CRD name.
 	served map[string]*servedCRD
+	// accepted is the names this server last decided per CRD name, for the resourceVersion
+	// the decision was made on: until the informer shows the status written with them, they
+	// are the CRD's names that others of its group cannot take.
+	accepted map[string]acceptedNames
 	// structural is the NonStructuralSchema check per CRD name, for the generation it was
 	// made for: decoding the schemas again on every reconcile would cost more than the
 	// rest of it.
@@ -84,6 +88,12 @@ type servedCRD struct {
 	terminating bool
 	names       apiextensionsv1.CustomResourceDefinitionNames
 	gvrs        []schema.GroupVersionResource
+}
+
+// acceptedNames are the names decided for one resourceVersion of a CRD.
+type acceptedNames struct {
+	resourceVersion string
+	names           apiextensionsv1.CustomResourceDefinitionNames
 }
 
 // New builds the controller. It must be built before any CRD Kind is registered: the kinds
@@ -117,6 +127,7 @@ func New(o Options) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "crd"}),
 		builtins:   map[schema.GroupResource]*registry.Kind{},
 		served:     map[string]*servedCRD{},
+		accepted:   map[string]acceptedNames{},
 		structural: map[string]structuralCheck{},
 		finalized:  map[string]types.UID{},
 	}
@@ -234,8 +245,8 @@ func (c *Controller) Start(ctx context.Context) error {
 	for _, crd := range c.list() {
 		if crd.DeletionTimestamp == nil {
 			c.mu.Lock()
-			if c.nameConflict(crd) == "" {
-				c.register(crd, false)
+			if d := c.decide(crd); d.served() {
+				c.register(crd, d.accepted, false)
 			}
 			c.mu.Unlock()
 		}

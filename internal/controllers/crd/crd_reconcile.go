@@ -10,6 +10,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,6 +40,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 			delete(c.finalized, name)
 			c.unregister(name, true)
 			delete(c.structural, name)
+			delete(c.accepted, name)
 		})
 		return 0, nil
 	}
@@ -46,9 +48,9 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		return c.finalize(ctx, crd)
 	}
 	c.mu.Lock()
-	conflict := c.nameConflict(crd)
-	if conflict == "" {
-		c.register(crd, false)
+	d := c.decide(crd)
+	if d.served() {
+		c.register(crd, d.accepted, false)
 	} else {
 		c.unregister(name, false)
 	}
@@ -59,18 +61,9 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	// A status write takes only the status from the body (the server keeps the stored spec
 	// and metadata), so the stripped copy is a valid body.
 	next := crd.DeepCopy()
-	if conflict == "" {
-		next.Status.AcceptedNames = crd.Spec.Names
-		apihelpers.SetCRDCondition(next, apiextensionsv1.CustomResourceDefinitionCondition{
-			Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionTrue, Reason: "NoConflicts", Message: "no conflicts found"})
-		apihelpers.SetCRDCondition(next, apiextensionsv1.CustomResourceDefinitionCondition{
-			Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue, Reason: "InitialNamesAccepted", Message: "the initial names have been accepted"})
-	} else {
-		apihelpers.SetCRDCondition(next, apiextensionsv1.CustomResourceDefinitionCondition{
-			Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionFalse, Reason: "NameConflict", Message: conflict})
-		apihelpers.SetCRDCondition(next, apiextensionsv1.CustomResourceDefinitionCondition{
-			Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionFalse, Reason: "NotAccepted", Message: "not all names are accepted"})
-	}
+	next.Status.AcceptedNames = d.accepted
+	apihelpers.SetCRDCondition(next, d.namesAccepted)
+	apihelpers.SetCRDCondition(next, d.established)
 	// A non-structural schema is reported, not refused: the CRD stays established and
 	// served, as upstream does.
 	if cond := c.nonStructural(crd); cond != nil {
@@ -83,7 +76,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 			return 0, fmt.Errorf("update status: %w", err)
 		}
 	}
-	if conflict == "" {
+	if d.served() {
 		if err := c.migrate(ctx, crd.CustomResourceDefinition); err != nil {
 			return 0, fmt.Errorf("storage version migration: %w", err)
 		}
@@ -98,64 +91,47 @@ func (c *Controller) locked(f func()) {
 	f()
 }
 
-// nameConflict says which of crd's names another CRD of its group, or a built-in resource,
-// already has ("" if none), with upstream's message. Called with c.mu held.
-func (c *Controller) nameConflict(crd *compiler.Stripped) string {
-	names := crd.Spec.Names
-	taken := func(n apiextensionsv1.CustomResourceDefinitionNames) string {
-		used := map[string]bool{n.Plural: true, n.Singular: true}
-		for _, s := range n.ShortNames {
-			used[s] = true
-		}
-		for _, want := range append([]string{names.Plural, names.Singular}, names.ShortNames...) {
-			if want != "" && used[want] {
-				return fmt.Sprintf("%q is already in use", want)
-			}
-		}
-		if names.Kind != "" && names.Kind == n.Kind {
-			return fmt.Sprintf("%q is already in use", names.Kind)
-		}
-		if names.ListKind != "" && names.ListKind == n.ListKind {
-			return fmt.Sprintf("%q is already in use", names.ListKind)
-		}
-		return ""
-	}
+// decide makes decideNames' decision for crd against the built-in resources of its group
+// and the names the group's other CRDs hold, and records the accepted names as crd's.
+// Called with c.mu held.
+func (c *Controller) decide(crd *compiler.Stripped) nameDecision {
+	taken := newTakenNames()
 	for gr, k := range c.builtins {
-		if gr.Group != crd.Spec.Group {
-			continue
-		}
-		if msg := taken(apiextensionsv1.CustomResourceDefinitionNames{Plural: k.Resource, Singular: k.Singular, ShortNames: k.ShortNames, Kind: k.Kind, ListKind: k.ListKind}); msg != "" {
-			return msg
+		if gr.Group == crd.Spec.Group {
+			taken.add(apiextensionsv1.CustomResourceDefinitionNames{Plural: k.Resource, Singular: k.Singular, ShortNames: k.ShortNames, Kind: k.Kind, ListKind: k.ListKind})
 		}
 	}
 	for _, o := range c.groupCRDs(crd.Spec.Group) {
-		if o.Name == crd.Name {
-			continue
-		}
-		n := o.Status.AcceptedNames
-		if s, ok := c.served[o.Name]; ok && s.uid == string(o.UID) {
-			n = s.names // registered a moment ago; the informer may not show it yet
-		}
-		if n.Plural == "" {
-			continue
-		}
-		if msg := taken(n); msg != "" {
-			return msg
+		if o.Name != crd.Name {
+			taken.add(c.acceptedNames(o))
 		}
 	}
-	return ""
+	d := decideNames(crd.CustomResourceDefinition, taken)
+	c.accepted[crd.Name] = acceptedNames{resourceVersion: crd.ResourceVersion, names: d.accepted}
+	return d
 }
 
-// register puts crd's Kinds into the registry unless this generation is there already.
-// Called with c.mu held.
-func (c *Controller) register(crd *compiler.Stripped, terminating bool) {
-	if s, ok := c.served[crd.Name]; ok && s.uid == string(crd.UID) && s.generation == crd.Generation && s.terminating == terminating {
+// acceptedNames are the names crd holds: those decided a moment ago for the version the
+// informer shows (the status written with them may not be there yet), else its
+// status.acceptedNames. Called with c.mu held.
+func (c *Controller) acceptedNames(crd *compiler.Stripped) apiextensionsv1.CustomResourceDefinitionNames {
+	if a, ok := c.accepted[crd.Name]; ok && a.resourceVersion == crd.ResourceVersion {
+		return a.names
+	}
+	return crd.Status.AcceptedNames
+}
+
+// register puts crd's Kinds, served under names (its accepted names), into the registry
+// unless they are there already. Called with c.mu held.
+func (c *Controller) register(crd *compiler.Stripped, names apiextensionsv1.CustomResourceDefinitionNames, terminating bool) {
+	if s, ok := c.served[crd.Name]; ok && s.uid == string(crd.UID) && s.generation == crd.Generation && s.terminating == terminating &&
+		equality.Semantic.DeepEqual(s.names, names) {
 		return
 	}
 	// The informer's object is never changed (updates replace it): the Kinds can keep it.
-	kinds := compiler.Compile(crd, c.o.Compile, terminating)
+	kinds := compiler.Compile(crd, names, c.o.Compile, terminating)
 	now := map[schema.GroupVersionResource]bool{}
-	s := &servedCRD{uid: string(crd.UID), generation: crd.Generation, terminating: terminating, names: crd.Spec.Names}
+	s := &servedCRD{uid: string(crd.UID), generation: crd.Generation, terminating: terminating, names: names}
 	for _, k := range kinds {
 		c.o.Registry.Add(k)
 		now[k.GVR()] = true
@@ -167,7 +143,7 @@ func (c *Controller) register(crd *compiler.Stripped, terminating bool) {
 				c.o.Registry.Remove(gvr)
 			}
 		}
-		if old.names.Plural != crd.Spec.Names.Plural && c.o.Caches != nil {
+		if old.names.Plural != names.Plural && c.o.Caches != nil {
 			c.o.Caches.Stop(storage.ResourcePrefix(crd.Spec.Group, old.names.Plural))
 		}
 	}
@@ -206,16 +182,19 @@ func (c *Controller) finalize(ctx context.Context, crd *compiler.Stripped) (time
 		c.locked(func() { c.unregister(crd.Name, true) })
 		return 0, nil
 	}
+	// A CRD that was established is served as terminating (under its accepted names) until
+	// its custom resources are gone.
+	var d nameDecision
+	c.locked(func() {
+		if d = c.decide(crd); d.served() {
+			c.register(crd, d.accepted, true)
+		}
+	})
 	remaining := 0
 	if !c.leading() {
-		// The leader deletes the resources; this server serves the CRD as terminating.
-		if isTrue(crd.CustomResourceDefinition, apiextensionsv1.NamesAccepted) {
-			c.locked(func() { c.register(crd, true) })
-		}
-		return 0, nil
+		return 0, nil // the leader deletes the resources
 	}
-	if isTrue(crd.CustomResourceDefinition, apiextensionsv1.NamesAccepted) {
-		c.locked(func() { c.register(crd, true) })
+	if d.served() {
 		var err error
 		if remaining, err = c.deleteInstances(ctx, crd.CustomResourceDefinition); err != nil {
 			return 0, err

@@ -4,9 +4,13 @@
 //   - registration: every server adds, replaces and removes the Kinds of each CRD in its own
 //     registry (compiled by internal/crd, lazily), so discovery, OpenAPI and the REST
 //     handler serve them;
-//   - status: NamesAccepted (a name already taken by another CRD of the group or a built-in
-//     resource is refused with reason NameConflict), Established (the Kinds are served),
-//     Terminating, and NonStructuralSchema (True with reason Violations when
+//   - status: acceptedNames and NamesAccepted, decided name by name as upstream's naming
+//     controller does (a name another CRD of the group or a built-in resource already has
+//     is refused with reason PluralConflict, SingularConflict, ShortNamesConflict,
+//     KindConflict or ListKindConflict and keeps its previously accepted value),
+//     Established (True once every name is accepted, and then for good: a later conflict
+//     does not take an established CRD offline; the Kinds are served under acceptedNames,
+//     not spec.names), Terminating, and NonStructuralSchema (True with reason Violations when
 //     preserveUnknownFields is set or a version's schema is not structural, which only a
 //     CRD stored by an older server can be; such a CRD is still established and served, as
 //     upstream does), all in one status write;
