@@ -188,7 +188,7 @@ func TestHighAvailability(t *testing.T) {
 	eventuallyT(t, 20*time.Second, "a garbage collector leader", dump, func() bool {
 		leaderID = holder(servers[0])
 		for _, s := range servers {
-			if strings.Contains(leaderID, fmt.Sprintf(":%d_", s.port)) {
+			if strings.HasSuffix(leaderID, fmt.Sprintf(":%d", s.port)) {
 				leader = s
 			}
 		}
