@@ -11,7 +11,8 @@ import (
 )
 
 // Stripped is a CRD as the CRD controller keeps it: without its annotations (kubectl's
-// last-applied configuration repeats the whole CRD) and with its versions' schemas held as
+// last-applied configuration repeats the whole CRD) and managedFields (which name every
+// field of the schema), and with its versions' schemas held as
 // compressed JSON rather than decoded. A decoded schema costs about four times its JSON and
 // its JSON three to four times the compressed form, and nothing needs it until a custom
 // resource of the version is served; the Kinds decode it then, once.
@@ -43,6 +44,7 @@ func Strip(crd *apiextensionsv1.CustomResourceDefinition) (*Stripped, error) {
 		v.Schema = nil
 	}
 	crd.Annotations = nil
+	crd.ManagedFields = nil
 	return s, nil
 }
 

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -90,6 +91,9 @@ type Kind struct {
 	// Subresources are create-only subresources computed by a hook (serviceaccounts/token),
 	// by subresource name. The status, scale and finalize subresources are not listed here.
 	Subresources map[string]*Subresource
+
+	// derived holds what Derived caches.
+	derived sync.Map
 }
 
 // Subresource is a create-only subresource whose request and response objects are of

@@ -163,6 +163,53 @@ func TestCustomResourceWrites(t *testing.T) {
 		}
 	})
 
+	t.Run("server-side apply", func(t *testing.T) {
+		pool := func(spec map[string]any) *unstructured.Unstructured {
+			u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1", "kind": "Pool", "metadata": map[string]any{"name": "applied"}}}
+			if spec != nil {
+				u.Object["spec"] = spec
+			}
+			return u
+		}
+		if _, err := pools.Apply(ctx, "applied", pool(map[string]any{"size": "s", "replicas": int64(2)}), metav1.ApplyOptions{FieldManager: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := pools.Apply(ctx, "applied", pool(map[string]any{"size": "m"}), metav1.ApplyOptions{FieldManager: "bob"})
+		if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `conflict with "alice": .spec.size`) {
+			t.Fatalf("conflicting apply: want 409 naming alice and .spec.size, got %v", err)
+		}
+		// A controller applies the status through the status subresource: no conflict with
+		// the spec's owner, and its entry names the subresource.
+		st := pool(nil)
+		st.Object["status"] = map[string]any{"replicas": int64(2)}
+		got, err := pools.ApplyStatus(ctx, "applied", st, metav1.ApplyOptions{FieldManager: "ctrl"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entries []string
+		for _, e := range got.GetManagedFields() {
+			entries = append(entries, e.Manager+"/"+string(e.Operation)+"/"+e.Subresource)
+		}
+		if strings.Join(entries, ",") != "alice/Apply/,ctrl/Apply/status" {
+			t.Fatalf("managedFields: %v, want alice's Apply and ctrl's Apply on status", entries)
+		}
+		// alice stops applying spec.size: it goes; replicas and the status stay.
+		got, err = pools.Apply(ctx, "applied", pool(map[string]any{"replicas": int64(2)}), metav1.ApplyOptions{FieldManager: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, found, _ := unstructured.NestedString(got.Object, "spec", "size"); found {
+			t.Fatalf("spec.size still there after its only applier stopped applying it: %v", got.Object["spec"])
+		}
+		if n, _, _ := unstructured.NestedInt64(got.Object, "status", "replicas"); n != 2 {
+			t.Fatalf("status.replicas = %d after alice's apply, want 2", n)
+		}
+		// The schema still applies to what apply produces.
+		if _, err := pools.Apply(ctx, "applied", pool(map[string]any{"replicas": int64(20)}), metav1.ApplyOptions{FieldManager: "alice"}); !apierrors.IsInvalid(err) {
+			t.Fatalf("apply over the schema's maximum: want 422, got %v", err)
+		}
+	})
+
 	t.Run("not served and unsupported patch", func(t *testing.T) {
 		rc := restClient(t, cfg)
 		err := rc.Get().AbsPath("/apis", group, "v9", "namespaces", "default", "pools").Do(ctx).Error()

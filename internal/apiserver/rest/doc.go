@@ -10,4 +10,8 @@
 // Responses are JSON, or protobuf for built-in kinds when the client prefers it (objects,
 // lists and watch streams alike, in kube-apiserver's wire form); Table and
 // PartialObjectMetadata answers are JSON.
+//
+// Every create, update and patch records its field manager in metadata.managedFields, and
+// server-side apply merges by owner (conflicts are 409s), through apimachinery's managedfields
+// as kube-apiserver does (managed.go).
 package rest

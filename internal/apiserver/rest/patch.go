@@ -159,10 +159,10 @@ func patchError(err error) error {
 	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", "the patch could not be applied: "+err.Error(), 0, false)
 }
 
-// apply serves server-side apply (application/apply-patch+yaml). Kube merges the applied
-// configuration into the live object (fields it names are set, lists it names replaced) and
-// creates the object when it does not exist; it does not track field managers, so apply
-// never reports conflicts between managers.
+// apply serves server-side apply (application/apply-patch+yaml): the applied configuration
+// is merged into the live object by the field manager, which removes the fields this
+// manager applied before and no longer does, and refuses (409) to change fields other
+// managers own unless force is set; a missing object is created.
 func (c *call) apply(patch []byte, o writeOptions, out output) {
 	if c.r.URL.Query().Get("fieldManager") == "" {
 		c.fail(apierrors.NewBadRequest("PATCH requests with the apply content type (application/apply-patch+yaml) require a fieldManager"))
@@ -186,8 +186,20 @@ func (c *call) apply(patch []byte, o writeOptions, out output) {
 		c.fail(err)
 		return
 	}
+	fm := c.fieldManager()
+	if fm == nil {
+		c.fail(unsupportedPatchType([]string{jsonPatchType, mergePatchType}))
+		return
+	}
+	o.applied = true
 	if _, err := c.h.store.Get(c.ctx, c.key()); errors.Is(err, storage.ErrNotFound) && c.info.Subresource == "" {
-		created, code, err := c.createObject(applied.DeepCopy(), o)
+		live, _ := (&kindConvertor{}).New(c.kind.GVK())
+		obj, err := fm.Apply(live, applied.DeepCopy(), o.manager, o.force)
+		if err != nil {
+			c.fail(statusError(err, c.gr, c.info.Name))
+			return
+		}
+		created, code, err := c.createObject(obj.(*unstructured.Unstructured), o)
 		if err == nil || !apierrors.IsAlreadyExists(err) {
 			if err != nil {
 				c.fail(err)
@@ -196,23 +208,14 @@ func (c *call) apply(patch []byte, o writeOptions, out output) {
 			c.writeObject(code, created, out)
 			return
 		}
-	}
-	unstructured.RemoveNestedField(applied.Object, "metadata", "managedFields")
-	mergePatch, err := toJSON(applied)
-	if err != nil {
-		c.fail(err)
-		return
+		// Created by someone else meanwhile: apply to theirs.
 	}
 	updated, err := c.updateObject(nil, o, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-		orig, err := toJSON(cur)
+		obj, err := fm.Apply(cur.DeepCopy(), applied.DeepCopy(), o.manager, o.force)
 		if err != nil {
 			return nil, err
 		}
-		patched, err := jsonpatch.MergePatch(orig, mergePatch)
-		if err != nil {
-			return nil, patchError(err)
-		}
-		return decodeObject(patched)
+		return obj.(*unstructured.Unstructured), nil
 	})
 	if err != nil {
 		c.fail(err)

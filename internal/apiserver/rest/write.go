@@ -32,6 +32,12 @@ func fieldErrs(fld, value, msg string) field.ErrorList {
 type writeOptions struct {
 	dryRun          bool
 	fieldValidation string
+	// manager names the writer in managedFields (fieldManager, or the User-Agent).
+	manager string
+	// force takes over the fields of other managers on apply.
+	force bool
+	// applied: the object already went through server-side apply's field manager.
+	applied bool
 }
 
 func (c *call) parseWriteOptions() (writeOptions, error) {
@@ -52,6 +58,15 @@ func (c *call) parseWriteOptions() (writeOptions, error) {
 		}
 	default:
 		errs = append(errs, field.NotSupported(field.NewPath("fieldValidation"), fv, []string{"", "Ignore", "Strict", "Warn"}))
+	}
+	errs = append(errs, validateFieldManager(q.Get("fieldManager"))...)
+	o.manager = managerOf(q.Get("fieldManager"), c.r.UserAgent())
+	switch f := q.Get("force"); f {
+	case "", "false":
+	case "true":
+		o.force = true
+	default:
+		errs = append(errs, field.Invalid(field.NewPath("force"), f, "must be true or false"))
 	}
 	if len(errs) > 0 {
 		return o, optionsInvalid(c.info.Verb, errs)
@@ -282,6 +297,11 @@ func (c *call) createObject(obj *unstructured.Unstructured, o writeOptions) (*un
 	}
 	c.info.Name = obj.GetName()
 	generated := obj.GetName() == "" && obj.GetGenerateName() != ""
+	if fm := c.fieldManager(); fm != nil && !o.applied {
+		// The fields the creator set are its own, before defaults, as upstream.
+		live, _ := (&kindConvertor{}).New(c.kind.GVK())
+		obj = fm.UpdateNoErrors(live, obj, o.manager).(*unstructured.Unstructured)
+	}
 	c.prepareCreate(obj)
 	if err := c.admit(admission.Create, obj, nil, o.dryRun); err != nil {
 		return nil, 0, err
@@ -354,6 +374,10 @@ func (c *call) prepareUpdate(obj, old *unstructured.Unstructured) *unstructured.
 			next.Object["status"] = st
 		} else {
 			delete(next.Object, "status")
+		}
+		if c.fieldManager() != nil {
+			// The status field manager recorded the writer's status fields.
+			next.SetManagedFields(obj.GetManagedFields())
 		}
 		obj = next
 	case c.info.Subresource == "finalize":
@@ -483,6 +507,9 @@ func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next fun
 		proposed, err := next(cur)
 		if err != nil {
 			return nil, err
+		}
+		if fm := c.fieldManager(); fm != nil && !o.applied {
+			proposed = fm.UpdateNoErrors(cur, proposed, o.manager).(*unstructured.Unstructured)
 		}
 		obj := c.prepareUpdate(proposed, cur)
 		if err := c.admit(admission.Update, obj, cur, o.dryRun); err != nil {
