@@ -13,6 +13,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"kubeos.dev/kube/internal/localuser"
 )
 
 // TestDefaultMemberPrivate: a member with default URLs listens on no TCP port, for peers or
@@ -91,7 +93,7 @@ func TestDefaultMemberPrivate(t *testing.T) {
 	}
 
 	// Another user may not connect (checked where the test can act as one: as root on Linux).
-	if tried, err := dialAsNobody(sock); !tried {
+	if tried, err := localuser.DialAsNobody(sock); !tried {
 		t.Log("not root on Linux: did not try to connect as another user")
 	} else if !errors.Is(err, syscall.EACCES) {
 		t.Errorf("another user connecting to %s: %v, want permission denied", sock, err)

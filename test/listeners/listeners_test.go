@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"kubeos.dev/kube/internal/localuser"
 	"kubeos.dev/kube/internal/server/servertest"
 )
 
@@ -94,7 +94,7 @@ func TestServerListensOnlyOnItsPort(t *testing.T) {
 	sock := filepath.Join(etcdDir, "client.sock")
 	assertMode(t, etcdDir, os.ModeDir|0o700)
 	assertMode(t, sock, os.ModeSocket|0o600)
-	if tried, err := dialAsNobody(sock); !tried {
+	if tried, err := localuser.DialAsNobody(sock); !tried {
 		t.Log("not root: did not try to connect as another user")
 	} else if !errors.Is(err, syscall.EACCES) {
 		t.Errorf("another user connecting to %s: %v, want permission denied", sock, err)
@@ -154,36 +154,4 @@ func assertMode(t *testing.T, path string, want os.FileMode) {
 	if got := fi.Mode() & (os.ModeType | os.ModePerm); got != want {
 		t.Errorf("%s: mode %v, want %v", path, got, want)
 	}
-}
-
-// dialAsNobody connects to the unix socket at path with the file-system identity of user and
-// group 65534 (nobody), as another local user would; only root can (tried false otherwise).
-// setfsuid changes one thread, which the goroutine never unlocks, so the thread ends with it;
-// moving fsuid off 0 drops the capabilities that would let root past file modes.
-func dialAsNobody(path string) (tried bool, err error) {
-	if os.Geteuid() != 0 {
-		return false, nil
-	}
-	type result struct {
-		tried bool
-		err   error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		syscall.Syscall(syscall.SYS_SETFSGID, 65534, 0, 0)
-		syscall.Syscall(syscall.SYS_SETFSUID, 65534, 0, 0)
-		// An invalid id changes nothing and returns the current one.
-		if cur, _, _ := syscall.Syscall(syscall.SYS_SETFSUID, ^uintptr(0), 0, 0); cur != 65534 {
-			ch <- result{}
-			return
-		}
-		c, err := net.Dial("unix", path)
-		if err == nil {
-			c.Close()
-		}
-		ch <- result{true, err}
-	}()
-	r := <-ch
-	return r.tried, r.err
 }

@@ -1,4 +1,6 @@
-package etcd
+//go:build linux
+
+package localuser
 
 import (
 	"net"
@@ -7,12 +9,12 @@ import (
 	"syscall"
 )
 
-// dialAsNobody connects to the unix socket at path with the file-system identity of user and
+// DialAsNobody connects to the unix socket at path with the file-system identity of user and
 // group 65534 (nobody), as another local user would. It can only when the test runs as root
 // (tried false otherwise). setfsuid changes one thread, which the goroutine never unlocks, so
 // the thread ends with it; moving fsuid off 0 also drops the capabilities that would let root
 // past file modes.
-func dialAsNobody(path string) (tried bool, err error) {
+func DialAsNobody(path string) (tried bool, err error) {
 	if os.Geteuid() != 0 {
 		return false, nil
 	}
