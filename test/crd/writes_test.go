@@ -84,6 +84,11 @@ func TestCustomResourceWrites(t *testing.T) {
 			t.Fatalf("stale scale update: want 409, got %v", err)
 		}
 		s, _ = sc.Scales("default").Get(ctx, gr, "p1", metav1.GetOptions{})
+		other := s.DeepCopy()
+		other.Name = "p2"
+		if _, err := sc.Scales("default").Update(ctx, gr, other, metav1.UpdateOptions{}); err == nil {
+			t.Fatal("a Scale whose name is not the URL's was accepted")
+		}
 		s.Spec.Replicas = 12
 		if _, err := sc.Scales("default").Update(ctx, gr, s, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
 			t.Fatalf("scale update over the maximum: want 422, got %v", err)
@@ -207,6 +212,39 @@ func TestCustomResourceWrites(t *testing.T) {
 		// The schema still applies to what apply produces.
 		if _, err := pools.Apply(ctx, "applied", pool(map[string]any{"replicas": int64(20)}), metav1.ApplyOptions{FieldManager: "alice"}); !apierrors.IsInvalid(err) {
 			t.Fatalf("apply over the schema's maximum: want 422, got %v", err)
+		}
+	})
+
+	t.Run("server-side apply across versions", func(t *testing.T) {
+		two := crdFromJSON(t, `{"metadata":{"name":"things.`+group+`"},"spec":{"group":"`+group+`","scope":"Namespaced",
+			"names":{"plural":"things","kind":"Thing"},
+			"versions":[
+				{"name":"v1beta1","served":true,"storage":false,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}}}}}}},
+				{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}}}}}}}]}}`)
+		if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, two, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitCondition(t, ext, two.Name, apiextensionsv1.Established, apiextensionsv1.ConditionTrue)
+		thing := func(version string, spec map[string]any) *unstructured.Unstructured {
+			return &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/" + version, "kind": "Thing",
+				"metadata": map[string]any{"name": "t1"}, "spec": spec}}
+		}
+		beta := dyn.Resource(schema.GroupVersionResource{Group: group, Version: "v1beta1", Resource: "things"}).Namespace("default")
+		v1 := dyn.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "things"}).Namespace("default")
+		if _, err := beta.Apply(ctx, "t1", thing("v1beta1", map[string]any{"a": "p", "b": "q"}), metav1.ApplyOptions{FieldManager: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		// The same manager, now in v1, stops applying spec.b: it goes, as in one version.
+		got, err := v1.Apply(ctx, "t1", thing("v1", map[string]any{"a": "p"}), metav1.ApplyOptions{FieldManager: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, found, _ := unstructured.NestedString(got.Object, "spec", "b"); found {
+			t.Fatalf("spec.b survived its manager's apply in another version: %v", got.Object["spec"])
+		}
+		// Another manager in v1beta1 conflicts with alice's v1 field.
+		if _, err := beta.Apply(ctx, "t1", thing("v1beta1", map[string]any{"a": "z"}), metav1.ApplyOptions{FieldManager: "bob"}); !apierrors.IsConflict(err) {
+			t.Fatalf("apply over another version's owner: want 409, got %v", err)
 		}
 	})
 

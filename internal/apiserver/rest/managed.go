@@ -62,7 +62,7 @@ func (h *Handler) newFieldManager(k *registry.Kind, sub string) *fieldManagerEnt
 		// A write of the whole object leaves the status as it is.
 		reset = map[fieldpath.APIVersion]fieldpath.Filter{version: fieldpath.NewExcludeSetFilter(fieldpath.NewSet(fieldpath.MakePathOrDie("status")))}
 	}
-	tc := typeConverterFor(k)
+	tc := typeConverterFor(h.reg, k)
 	var fm *managedfields.FieldManager
 	var err error
 	if k.NewTyped != nil {
@@ -94,42 +94,65 @@ var builtinTypeConverter = sync.OnceValues(func() (managedfields.TypeConverter, 
 const objectMetaRef = registry.RefPrefixV2 + "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 // typeConverterFor builds the type converter of k: the built-in one for built-in kinds,
-// one from the kind's own schema (with ObjectMeta and what it refers to) for the others,
-// the deduced one when neither knows the kind.
-func typeConverterFor(k *registry.Kind) managedfields.TypeConverter {
+// one from the schemas of every served version of the kind (with ObjectMeta and what it
+// refers to) for the others — managedFields record the version each manager wrote in, and
+// the field manager types the object in those versions too — and the deduced one when
+// neither knows the kind.
+func typeConverterFor(reg *registry.Registry, k *registry.Kind) managedfields.TypeConverter {
 	if k.NewTyped != nil {
 		if tc, err := builtinTypeConverter(); err == nil && knows(tc, k) {
 			return tc
 		}
 	}
 	if s := k.OpenAPISchema(); s != nil {
-		root := *s
-		root.Properties = make(map[string]spec.Schema, len(s.Properties)+3)
-		for n, p := range s.Properties {
-			root.Properties[n] = p
-		}
-		// Whatever the schema says of metadata (a CRD may constrain name), its fields are
-		// ObjectMeta's.
-		root.Properties["metadata"] = *spec.RefSchema(objectMetaRef)
-		for _, n := range []string{"apiVersion", "kind"} {
-			if _, ok := root.Properties[n]; !ok {
-				root.Properties[n] = *spec.StringProperty()
+		versions := []*registry.Kind{k}
+		for _, v := range reg.GroupVersions()[k.Group] {
+			if o, ok := reg.Lookup(schema.GroupVersionResource{Group: k.Group, Version: v, Resource: k.Resource}); ok && v != k.Version && o.Kind == k.Kind {
+				versions = append(versions, o)
 			}
 		}
-		root.Extensions = spec.Extensions{}
-		for n, v := range s.Extensions {
-			root.Extensions[n] = v
+		defs := map[string]*spec.Schema{}
+		for _, v := range versions {
+			vs := v.OpenAPISchema()
+			if vs == nil {
+				continue
+			}
+			root := rootSchema(v, vs)
+			for name, d := range referenced(root) {
+				defs[name] = d
+			}
+			defs["kube.custom."+v.GVK().String()] = root
 		}
-		root.Extensions["x-kubernetes-group-version-kind"] = []any{map[string]any{"group": k.Group, "version": k.Version, "kind": k.Kind}}
-		defs := referenced(&root)
-		name := "kube.custom." + k.GVK().String()
-		defs[name] = &root
 		preserve, _ := s.Extensions.GetBool("x-kubernetes-preserve-unknown-fields")
 		if tc, err := managedfields.NewTypeConverter(defs, preserve); err == nil && knows(tc, k) {
 			return tc
 		}
 	}
 	return managedfields.NewDeducedTypeConverter()
+}
+
+// rootSchema is s, the schema of k's objects, as a definition of the type converter: with
+// ObjectMeta's fields for metadata, apiVersion and kind, and k's GVK.
+func rootSchema(k *registry.Kind, s *spec.Schema) *spec.Schema {
+	root := *s
+	root.Properties = make(map[string]spec.Schema, len(s.Properties)+3)
+	for n, p := range s.Properties {
+		root.Properties[n] = p
+	}
+	// Whatever the schema says of metadata (a CRD may constrain name), its fields are
+	// ObjectMeta's.
+	root.Properties["metadata"] = *spec.RefSchema(objectMetaRef)
+	for _, n := range []string{"apiVersion", "kind"} {
+		if _, ok := root.Properties[n]; !ok {
+			root.Properties[n] = *spec.StringProperty()
+		}
+	}
+	root.Extensions = spec.Extensions{}
+	for n, v := range s.Extensions {
+		root.Extensions[n] = v
+	}
+	root.Extensions["x-kubernetes-group-version-kind"] = []any{map[string]any{"group": k.Group, "version": k.Version, "kind": k.Kind}}
+	return &root
 }
 
 // knows says whether tc has a type for k's objects.

@@ -103,6 +103,14 @@ func (c *call) scaleUpdate(o writeOptions) {
 		c.fail(apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (Scale)", k)))
 		return
 	}
+	if n := in.GetName(); n != "" && n != c.info.Name {
+		c.fail(apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", n, c.info.Name)))
+		return
+	}
+	if ns := in.GetNamespace(); ns != "" && ns != c.info.Namespace {
+		c.fail(apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request"))
+		return
+	}
 	c.updateScale(o, func(map[string]any) (map[string]any, error) { return in.Object, nil })
 }
 
