@@ -79,6 +79,32 @@ func TestCustomResourceWrites(t *testing.T) {
 		if n, _, _ := unstructured.NestedInt64(cur.Object, "spec", "replicas"); n != 4 {
 			t.Fatalf("spec.replicas = %d after the scale update, want 4", n)
 		}
+		// The scale write owns the replicas now, recorded against the parent with its
+		// subresource, as upstream's scale handler records it.
+		owner := ""
+		for _, e := range cur.GetManagedFields() {
+			if e.Subresource == "scale" && e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.Raw), `"f:replicas"`) {
+				owner = e.Manager
+			}
+		}
+		if owner == "" {
+			t.Fatalf("no managedFields entry of the scale subresource owns spec.replicas: %+v", cur.GetManagedFields())
+		}
+		// Server-side apply of a Scale to /scale: conflicts with that owner unless forced.
+		applied := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale",
+			"metadata": map[string]any{"name": "p1"}, "spec": map[string]any{"replicas": int64(5)}}}
+		if _, err := pools.Apply(ctx, "p1", applied, metav1.ApplyOptions{FieldManager: "hpa"}, "scale"); !apierrors.IsConflict(err) {
+			t.Fatalf("apply to /scale over another owner: want 409, got %v", err)
+		}
+		if _, err := pools.Apply(ctx, "p1", applied, metav1.ApplyOptions{FieldManager: "hpa", Force: true}, "scale"); err != nil {
+			t.Fatalf("forced apply to /scale: %v", err)
+		}
+		if cur, err = pools.Get(ctx, "p1", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := unstructured.NestedInt64(cur.Object, "spec", "replicas"); n != 5 {
+			t.Fatalf("spec.replicas = %d after the apply to /scale, want 5", n)
+		}
 		// A stale Scale is a conflict; one out of the schema's bounds is invalid.
 		if _, err := sc.Scales("default").Update(ctx, gr, s, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
 			t.Fatalf("stale scale update: want 409, got %v", err)

@@ -32,6 +32,27 @@ import (
 // keys) decide how lists merge; a kind without a schema gets the deduced converter (maps
 // merge by key, lists are atomic).
 
+// scaleGVK is the kind the scale subresource reads and writes.
+var scaleGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+
+// scaleFieldManager is the field manager of the kind's Scale objects (the scale
+// subresource), nil if none could be built.
+func (c *call) scaleFieldManager() *managedfields.FieldManager {
+	e := c.kind.Derived(fieldManagerKey("scale"), func() any {
+		tc, err := builtinTypeConverter()
+		if err != nil || !knowsGVK(tc, scaleGVK) {
+			tc = managedfields.NewDeducedTypeConverter()
+		}
+		conv := &kindConvertor{reg: c.h.reg, kind: c.kind}
+		fm, err := managedfields.NewDefaultFieldManager(tc, conv, noDefaults{}, conv, scaleGVK, scaleGVK.GroupVersion(), "scale", nil)
+		if err != nil {
+			return &fieldManagerEntry{}
+		}
+		return &fieldManagerEntry{fm: fm}
+	})
+	return e.(*fieldManagerEntry).fm
+}
+
 // fieldManagerKey is the Derived key of a Kind's field manager for one subresource.
 type fieldManagerKey string
 
@@ -156,9 +177,11 @@ func rootSchema(k *registry.Kind, s *spec.Schema) *spec.Schema {
 }
 
 // knows says whether tc has a type for k's objects.
-func knows(tc managedfields.TypeConverter, k *registry.Kind) bool {
+func knows(tc managedfields.TypeConverter, k *registry.Kind) bool { return knowsGVK(tc, k.GVK()) }
+
+func knowsGVK(tc managedfields.TypeConverter, gvk schema.GroupVersionKind) bool {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(k.GVK())
+	u.SetGroupVersionKind(gvk)
 	_, err := tc.ObjectToTyped(u)
 	return err == nil
 }

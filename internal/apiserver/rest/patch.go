@@ -58,11 +58,14 @@ func (c *call) patch() {
 		return
 	}
 	if c.info.Subresource == "scale" {
-		if mt == strategicPatchType || mt == applyPatchType {
-			c.fail(unsupportedMediaType(ct + " (the scale subresource takes JSON and merge patches)"))
-			return
+		switch mt {
+		case strategicPatchType:
+			c.fail(unsupportedPatchType([]string{jsonPatchType, mergePatchType, applyPatchType}))
+		case applyPatchType:
+			c.scaleApply(o, patch)
+		default:
+			c.scalePatch(o, mt, patch)
 		}
-		c.scalePatch(o, mt, patch)
 		return
 	}
 	if mt == applyPatchType {

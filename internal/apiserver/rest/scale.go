@@ -8,7 +8,9 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"kubeos.dev/kube/internal/storage"
 )
@@ -18,6 +20,15 @@ import (
 // an autoscaling/v1 Scale.
 
 func pathFields(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }
+
+// pathElements is pathFields as fieldpath.MakePath takes them.
+func pathElements(p string) []any {
+	var out []any
+	for _, f := range pathFields(p) {
+		out = append(out, f)
+	}
+	return out
+}
 
 // scaleOf renders obj's Scale.
 func (c *call) scaleOf(obj *unstructured.Unstructured) map[string]any {
@@ -53,12 +64,25 @@ func (c *call) writeScale(code int, obj *unstructured.Unstructured) {
 }
 
 // updateScale changes the replica count to what next computes from the current Scale.
+// Ownership of the replicas moves as upstream's scale handler moves it: the parent's
+// managedFields are shown to the Scale's field manager as Scale fields, and its result is
+// mapped back (apply: next ran the field manager's Apply itself).
 func (c *call) updateScale(o writeOptions, next func(scale map[string]any) (map[string]any, error)) {
 	var pre *storage.Preconditions
 	updated, err := c.updateObject(pre, o, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-		scale, err := next(c.scaleOf(cur))
+		handler := managedfields.NewScaleHandler(cur.GetManagedFields(), c.kind.GroupVersion(), managedfields.ResourcePathMappings{
+			c.kind.APIVersion(): fieldpath.MakePathOrDie(pathElements(c.kind.Scale.SpecReplicasPath)...)})
+		old := &unstructured.Unstructured{Object: c.scaleOf(cur)}
+		if entries, err := handler.ToSubresource(); err == nil {
+			old.SetManagedFields(entries)
+		}
+		scale, err := next(old.DeepCopy().Object)
 		if err != nil {
 			return nil, err
+		}
+		fm := c.scaleFieldManager()
+		if fm != nil && !o.applied {
+			scale = fm.UpdateNoErrors(old, &unstructured.Unstructured{Object: scale}, o.manager).(*unstructured.Unstructured).Object
 		}
 		if rv, _, _ := unstructured.NestedString(scale, "metadata", "resourceVersion"); rv != "" && rv != cur.GetResourceVersion() {
 			return nil, &storage.Error{Kind: storage.ErrConflict, Key: c.key()}
@@ -72,6 +96,11 @@ func (c *call) updateScale(o writeOptions, next func(scale map[string]any) (map[
 		obj := cur.DeepCopy()
 		if err := unstructured.SetNestedField(obj.Object, n, pathFields(c.kind.Scale.SpecReplicasPath)...); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot set %s: %v", c.kind.Scale.SpecReplicasPath, err))
+		}
+		if fm != nil {
+			if entries, err := handler.ToParent((&unstructured.Unstructured{Object: scale}).GetManagedFields()); err == nil {
+				obj.SetManagedFields(entries)
+			}
 		}
 		return obj, nil
 	})
@@ -112,6 +141,42 @@ func (c *call) scaleUpdate(o writeOptions) {
 		return
 	}
 	c.updateScale(o, func(map[string]any) (map[string]any, error) { return in.Object, nil })
+}
+
+// scaleApply serves a server-side apply to /scale: the applied Scale is merged into the
+// current one by the Scale's field manager.
+func (c *call) scaleApply(o writeOptions, patch []byte) {
+	fm := c.scaleFieldManager()
+	if fm == nil {
+		c.fail(unsupportedPatchType([]string{jsonPatchType, mergePatchType}))
+		return
+	}
+	if c.r.URL.Query().Get("fieldManager") == "" {
+		c.fail(apierrors.NewBadRequest("PATCH requests with the apply content type (application/apply-patch+yaml) require a fieldManager"))
+		return
+	}
+	applied, err := decodeObject(patch)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if k := applied.GetKind(); k != "Scale" || applied.GetAPIVersion() != "autoscaling/v1" {
+		c.fail(apierrors.NewBadRequest(fmt.Sprintf("the object to apply to /scale must be an autoscaling/v1 Scale, not %s %s", applied.GetAPIVersion(), k)))
+		return
+	}
+	if n := applied.GetName(); n != "" && n != c.info.Name {
+		c.fail(apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", n, c.info.Name)))
+		return
+	}
+	applied.SetName(c.info.Name)
+	o.applied = true
+	c.updateScale(o, func(scale map[string]any) (map[string]any, error) {
+		out, err := fm.Apply(&unstructured.Unstructured{Object: scale}, applied.DeepCopy(), o.manager, o.force)
+		if err != nil {
+			return nil, err
+		}
+		return out.(*unstructured.Unstructured).Object, nil
+	})
 }
 
 // scalePatch serves PATCH on /scale: the patch applies to the Scale.
