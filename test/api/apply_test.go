@@ -117,3 +117,54 @@ func TestServerSideApply(t *testing.T) {
 		t.Fatalf("after refused applies: data %v rv %s (was %s)", got.Data, got.ResourceVersion, cm.ResourceVersion)
 	}
 }
+
+// TestUnknownFieldsDropped: fields a built-in kind's Go type does not have are dropped from
+// what is stored, as kube-apiserver's decoder drops them, whatever fieldValidation says
+// about them (Warn, the default, warns) — on create, patch and apply — and the field manager
+// still records the writer.
+func TestUnknownFieldsDropped(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs := kubernetes.NewForConfigOrDie(adminConfig(t))
+	base := "/api/v1/namespaces/default/configmaps"
+	r := do(t, admin, http.MethodPost, base+"?fieldManager=writer", "application/json",
+		[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"unknown-fields"},"bogus":1,"data":{"a":"b","a":"c"}}`))
+	if r.code != http.StatusCreated || !strings.Contains(r.header.Get("Warning"), `unknown field \"bogus\"`) {
+		t.Fatalf("create with an unknown field: %d, Warning %q", r.code, r.header.Get("Warning"))
+	}
+	check := func(when string) {
+		t.Helper()
+		raw, err := cs.CoreV1().RESTClient().Get().AbsPath(base, "unknown-fields").DoRaw(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), "bogus") || strings.Contains(string(raw), "extra") {
+			t.Fatalf("%s: an unknown field was stored: %s", when, raw)
+		}
+	}
+	check("after create")
+	cm, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "unknown-fields", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["a"] != "c" || strings.Join(managers(cm), ",") != "writer/Update" {
+		t.Fatalf("after create: data %v, managedFields %v (want the last duplicate and writer/Update)", cm.Data, managers(cm))
+	}
+	r = do(t, admin, http.MethodPatch, base+"/unknown-fields", "application/merge-patch+json", []byte(`{"extra":{"x":1},"data":{"p":"q"}}`))
+	if r.code != http.StatusOK {
+		t.Fatalf("merge patch with an unknown field: %d %s", r.code, r.body)
+	}
+	check("after a merge patch")
+	r = do(t, admin, http.MethodPatch, base+"/unknown-fields?fieldManager=applier", "application/apply-patch+yaml",
+		[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"unknown-fields"},"bogus":true,"data":{"z":"1"}}`))
+	if r.code != http.StatusOK {
+		t.Fatalf("apply with an unknown field: %d %s", r.code, r.body)
+	}
+	check("after an apply")
+	if cm, err = cs.CoreV1().ConfigMaps("default").Get(ctx, "unknown-fields", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["z"] != "1" || !strings.Contains(strings.Join(managers(cm), ","), "applier/Apply") {
+		t.Fatalf("after the apply: data %v, managedFields %v", cm.Data, managers(cm))
+	}
+}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/watch"
@@ -85,16 +87,24 @@ func TestMetadataClient(t *testing.T) {
 		t.Fatal("no watch event")
 	}
 
-	// The client drops kind and apiVersion when it decodes; on the wire they must be there.
+	// The client drops kind and apiVersion when it decodes; on the wire they must be there,
+	// in the JSON form and in the protobuf envelope (which the metadata client asks for first).
 	for _, c := range []struct{ path, accept, kind string }{
 		{"", "PartialObjectMetadataList", "PartialObjectMetadataList"},
 		{"/m1", "PartialObjectMetadata", "PartialObjectMetadata"},
 	} {
-		accept := "application/vnd.kubernetes.protobuf;as=" + c.accept + ";g=meta.k8s.io;v=v1,application/json;as=" + c.accept + ";g=meta.k8s.io;v=v1,application/json"
+		accept := "application/json;as=" + c.accept + ";g=meta.k8s.io;v=v1,application/json"
 		r := do(t, admin, "GET", "/api/v1/namespaces/"+ns+"/configmaps"+c.path, "", nil, "Accept: "+accept)
 		var tm metav1.TypeMeta
 		if err := json.Unmarshal(r.body, &tm); r.code != 200 || err != nil || tm.Kind != c.kind || tm.APIVersion != "meta.k8s.io/v1" {
-			t.Errorf("GET %s as %s: %d %s %s, want %s meta.k8s.io/v1", c.path, c.accept, r.code, tm.Kind, tm.APIVersion, c.kind)
+			t.Errorf("GET %s as JSON %s: %d %s %s, want %s meta.k8s.io/v1", c.path, c.accept, r.code, tm.Kind, tm.APIVersion, c.kind)
+		}
+		accept = "application/vnd.kubernetes.protobuf;as=" + c.accept + ";g=meta.k8s.io;v=v1," + accept
+		r = do(t, admin, "GET", "/api/v1/namespaces/"+ns+"/configmaps"+c.path, "", nil, "Accept: "+accept)
+		var u runtime.Unknown
+		if r.code != 200 || r.header.Get("Content-Type") != "application/vnd.kubernetes.protobuf" || !bytes.HasPrefix(r.body, []byte("k8s\x00")) ||
+			u.Unmarshal(r.body[4:]) != nil || u.Kind != c.kind || u.APIVersion != "meta.k8s.io/v1" {
+			t.Errorf("GET %s as protobuf %s: %d %q %s %s, want %s meta.k8s.io/v1", c.path, c.accept, r.code, r.header.Get("Content-Type"), u.Kind, u.APIVersion, c.kind)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 
 	"kubeos.dev/kube/internal/server/servertest"
@@ -204,5 +205,83 @@ func TestProtobufWatch(t *testing.T) {
 	}
 	if !stream {
 		t.Errorf("no protobuf watch stream among the GET answers %q", rec.seen[http.MethodGet])
+	}
+}
+
+// TestProtobufMetadata: client-go's metadata client (the garbage collector's, and
+// controller-runtime's for metadata-only watches) asks for PartialObjectMetadata in protobuf
+// first; get, list and watch answer so, and what it decodes is the objects' metadata.
+func TestProtobufMetadata(t *testing.T) {
+	cfg := adminConfig(t)
+	rec := &contentTypes{seen: map[string][]string{}}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { rec.next = rt; return rec })
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(adminConfig(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cms := md.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace("default")
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "meta-proto",
+		Labels: map[string]string{"k": "v"}}, Data: map[string]string{"a": "b"}}, metav1.CreateOptions{FieldManager: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cms.Get(ctx, "meta-proto", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels["k"] != "v" || got.UID == "" || len(got.ManagedFields) != 1 || got.ManagedFields[0].Manager != "tester" {
+		t.Fatalf("metadata from get: %+v", got.ObjectMeta)
+	}
+	list, err := cms.List(ctx, metav1.ListOptions{LabelSelector: "k=v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Name != "meta-proto" || list.ResourceVersion == "" {
+		t.Fatalf("metadata list: %d items, rv %q", len(list.Items), list.ResourceVersion)
+	}
+	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, FieldSelector: "metadata.name=meta-proto", AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := cs.CoreV1().ConfigMaps("default").Patch(ctx, "meta-proto", "application/merge-patch+json", []byte(`{"metadata":{"labels":{"k2":"v2"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().ConfigMaps("default").Delete(ctx, "meta-proto", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for len(seen) < 2 {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch ended after %v", seen)
+			}
+			if ev.Type == watch.Bookmark {
+				continue
+			}
+			m, ok := ev.Object.(*metav1.PartialObjectMetadata)
+			if !ok {
+				t.Fatalf("watch event %s carries %T", ev.Type, ev.Object)
+			}
+			if ev.Type == watch.Modified && m.Labels["k2"] != "v2" {
+				t.Fatalf("MODIFIED event's labels: %v", m.Labels)
+			}
+			seen = append(seen, fmt.Sprintf("%s %s", ev.Type, m.Name))
+		case <-ctx.Done():
+			t.Fatalf("watch saw only %v", seen)
+		}
+	}
+	if fmt.Sprint(seen) != "[MODIFIED meta-proto DELETED meta-proto]" {
+		t.Fatalf("watch events: %v", seen)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, ct := range rec.seen["GET"] {
+		if ct != "application/vnd.kubernetes.protobuf" && ct != "application/vnd.kubernetes.protobuf;stream=watch" {
+			t.Fatalf("a metadata GET was answered with %q, want protobuf (all: %v)", ct, rec.seen["GET"])
+		}
 	}
 }

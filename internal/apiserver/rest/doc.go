@@ -8,8 +8,9 @@
 // objects here, at exactly this boundary.
 //
 // Responses are JSON, or protobuf for built-in kinds when the client prefers it (objects,
-// lists and watch streams alike, in kube-apiserver's wire form); Table and
-// PartialObjectMetadata answers are JSON.
+// lists and watch streams alike, in kube-apiserver's wire form); PartialObjectMetadata
+// answers are protobuf too when asked for (any kind: it is metadata only), Table answers
+// JSON.
 //
 // Every create, update and patch records its field manager in metadata.managedFields, and
 // server-side apply merges by owner (conflicts are 409s), through apimachinery's managedfields

@@ -124,8 +124,15 @@ func FuzzDecodeBody(f *testing.F) {
 			for _, fv := range []string{"Strict", "Warn", "Ignore"} {
 				c := fuzzCall(kind, "POST", "create", "", contentType, body)
 				clientError(t, "checkTypeMeta", c.checkTypeMeta(obj.DeepCopy()))
-				clientError(t, "checkFields "+fv, c.checkFields(writeOptions{fieldValidation: fv}, data, ""))
-				clientError(t, "checkPatchedFields "+fv, c.checkPatchedFields(writeOptions{fieldValidation: fv}, data, data))
+				_, err := c.checkFields(writeOptions{fieldValidation: fv}, data, "")
+				clientError(t, "checkFields "+fv, err)
+				_, err = c.checkPatchedFields(writeOptions{fieldValidation: fv}, data, data)
+				clientError(t, "checkPatchedFields "+fv, err)
+				if kind.NewTyped != nil {
+					if _, err := c.withoutUnknownFields(data); err != nil {
+						clientError(t, "withoutUnknownFields", err)
+					}
+				}
 			}
 			// What the handler reads from any decoded object must not panic either.
 			_ = obj.GetName()

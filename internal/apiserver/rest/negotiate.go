@@ -25,10 +25,11 @@ import (
 type output int
 
 const (
-	outObject   output = iota // the object or list itself
-	outTable                  // meta.k8s.io Table
-	outPartial                // PartialObjectMetadata(List)
-	outProtobuf               // the object or list in protobuf (built-in kinds)
+	outObject          output = iota // the object or list itself
+	outTable                         // meta.k8s.io Table
+	outPartial                       // PartialObjectMetadata(List)
+	outProtobuf                      // the object or list in protobuf (built-in kinds)
+	outPartialProtobuf               // PartialObjectMetadata(List) in protobuf (any kind)
 )
 
 // negotiate picks the response shape from the Accept header. Objects of built-in kinds
@@ -42,6 +43,11 @@ func negotiateFor(accept string, protobufOK bool) (output, error) {
 		if a.Type == "application" && a.SubType == "vnd.kubernetes.protobuf" && protobufOK &&
 			(len(a.Params) == 0 || len(a.Params) == 1 && a.Params["stream"] == "watch") {
 			return outProtobuf, nil
+		}
+		if a.Type == "application" && a.SubType == "vnd.kubernetes.protobuf" && a.Params["g"] == "meta.k8s.io" && a.Params["v"] == "v1" &&
+			(a.Params["as"] == "PartialObjectMetadata" || a.Params["as"] == "PartialObjectMetadataList") {
+			// Metadata is the same Go type for every kind: custom resources too.
+			return outPartialProtobuf, nil
 		}
 		jsonish := (a.Type == "application" && (a.SubType == "json" || a.SubType == "*")) || (a.Type == "*" && a.SubType == "*")
 		if !jsonish {

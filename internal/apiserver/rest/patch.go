@@ -82,7 +82,7 @@ func (c *call) patch() {
 		c.fail(err)
 		return
 	}
-	checkedFields := false
+	checkedFields, unknown := false, false
 	updated, err := c.updateObject(nil, o, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		orig, err := toJSON(cur)
 		if err != nil {
@@ -101,12 +101,17 @@ func (c *call) patch() {
 			return nil, patchError(err)
 		}
 		if !checkedFields {
-			if err := c.checkPatchedFields(o, patch, patched); err != nil {
+			if unknown, err = c.checkPatchedFields(o, patch, patched); err != nil {
 				return nil, err
 			}
 			checkedFields = true
 		}
-		obj, err := decodeObject(patched)
+		var obj *unstructured.Unstructured
+		if unknown && c.kind.NewTyped != nil {
+			obj, err = c.withoutUnknownFields(patched)
+		} else {
+			obj, err = decodeObject(patched)
+		}
 		if err != nil {
 			return nil, patchError(err)
 		}
@@ -135,23 +140,24 @@ func (c *call) patch() {
 // checkPatchedFields is checkFields for the result of a JSON, merge or strategic merge
 // patch. As kube-apiserver, it blames the patch: a result the kind's Go type cannot hold, or
 // unknown fields under Strict, fail with 422 Invalid on the field "patch".
-func (c *call) checkPatchedFields(o writeOptions, patch, patched []byte) error {
+// It reports whether the result had unknown or duplicate fields, as checkFields does.
+func (c *call) checkPatchedFields(o writeOptions, patch, patched []byte) (bool, error) {
 	errs, decodeErr := c.fieldErrors(patched)
 	msg := ""
 	switch {
 	case decodeErr != nil:
 		msg = decodeErr.Error()
 	case len(errs) == 0 || o.fieldValidation == "Ignore":
-		return nil
+		return len(errs) > 0, nil
 	case o.fieldValidation == "Strict":
 		msg = strictMessage(errs)
 	default:
 		for _, e := range errs {
 			addWarning(c.w, e.Error())
 		}
-		return nil
+		return true, nil
 	}
-	return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(patch), msg)})
+	return false, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(patch), msg)})
 }
 
 func patchError(err error) error {
@@ -185,9 +191,17 @@ func (c *call) apply(patch []byte, o writeOptions, out output) {
 		return
 	}
 	applied.SetName(c.info.Name)
-	if err := c.checkFields(o, patch, ""); err != nil {
+	unknown, err := c.checkFields(o, patch, "")
+	if err != nil {
 		c.fail(err)
 		return
+	}
+	if unknown && c.kind.NewTyped != nil {
+		if applied, err = c.withoutUnknownFields(patch); err != nil {
+			c.fail(err)
+			return
+		}
+		applied.SetName(c.info.Name)
 	}
 	fm := c.fieldManager()
 	if fm == nil {

@@ -178,14 +178,7 @@ func (c *call) encodeProtoEvent(ev *watchcache.Event) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	we := metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: obj}}
-	b := make([]byte, 4, 4+we.Size())
-	n, err := we.MarshalTo(b[4:cap(b)])
-	if err != nil {
-		return nil, err
-	}
-	binary.BigEndian.PutUint32(b, uint32(n))
-	return b[:4+n], nil
+	return watchFrame(typ, obj)
 }
 
 // protoEnvelope is obj of the call's kind in enveloped protobuf; memo says whether its
@@ -205,4 +198,133 @@ func statusProto(st metav1.Status) ([]byte, error) {
 		return nil, err
 	}
 	return envelope("v1", "Status", raw)
+}
+
+// PartialObjectMetadata in protobuf: the metadata of an object of any kind (custom
+// resources included), as the metadata client (client-go's, the garbage collector's) asks
+// for it first.
+
+// partialAPIVersion is the group-version of PartialObjectMetadata(List).
+const partialAPIVersion = "meta.k8s.io/v1"
+
+// protoPartial is the PartialObjectMetadata message of obj (without the envelope),
+// remembered in objectProtos when memo is set.
+func protoPartial(kind *registry.Kind, obj *unstructured.Unstructured, memo bool) ([]byte, error) {
+	rv := obj.GetResourceVersion()
+	memoKey := ""
+	if rv != "" && memo {
+		memoKey = "partial/" + kind.Group + "/" + kind.Resource + "/" + obj.GetNamespace() + "/" + obj.GetName() + "/" + rv
+		if b, ok := objectProtos.get(memoKey); ok {
+			return b, nil
+		}
+	}
+	m := &metav1.PartialObjectMetadata{}
+	if md, ok := obj.Object["metadata"].(map[string]any); ok {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(md, &m.ObjectMeta); err != nil {
+			return nil, fmt.Errorf("convert the metadata of %s %s to protobuf: %w", kind.Kind, obj.GetName(), err)
+		}
+	}
+	b, err := m.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if memoKey != "" {
+		objectProtos.put(memoKey, b)
+	}
+	return b, nil
+}
+
+// writePartialProto writes the PartialObjectMetadata of obj as protobuf.
+func (c *call) writePartialProto(code int, obj *unstructured.Unstructured) {
+	raw, err := protoPartial(c.kind, obj, c.memoProto())
+	if err == nil {
+		var body []byte
+		if body, err = envelope(partialAPIVersion, "PartialObjectMetadata", raw); err == nil {
+			writeBody(c.w, code, protobufType, body)
+			return
+		}
+	}
+	c.h.log.Error("protobuf encoding failed; answering JSON", "err", err)
+	writeJSON(c.w, code, partial(obj))
+}
+
+// writePartialProtoList writes a PartialObjectMetadataList as protobuf (ListMeta in field
+// 1, the items in field 2, as every list message).
+func (c *call) writePartialProtoList(lm metav1.ListMeta, items []*unstructured.Unstructured) {
+	meta, err := lm.Marshal()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	buf := protowire.AppendTag(nil, 1, protowire.BytesType)
+	buf = protowire.AppendBytes(buf, meta)
+	memo := c.memoProto()
+	for _, it := range items {
+		raw, err := protoPartial(c.kind, it, memo)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		buf = protowire.AppendTag(buf, 2, protowire.BytesType)
+		buf = protowire.AppendBytes(buf, raw)
+	}
+	body, err := envelope(partialAPIVersion, "PartialObjectMetadataList", buf)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	writeBody(c.w, http.StatusOK, protobufType, body)
+}
+
+// encodePartialProtoEvent is encodeProtoEvent for metadata-only watches: the event's
+// object is an enveloped PartialObjectMetadata.
+func (c *call) encodePartialProtoEvent(ev *watchcache.Event) ([]byte, error) {
+	typ := string(ev.Type)
+	var raw []byte
+	var err error
+	switch ev.Type {
+	case storage.Bookmark:
+		bm := &unstructured.Unstructured{Object: map[string]any{"metadata": bookmarkMetadata(ev)}}
+		raw, err = protoPartial(c.kind, bm, false)
+	case storage.ErrorEvent:
+		var obj []byte
+		if obj, err = statusProto(eventStatus(ev.Err)); err == nil {
+			return watchFrame(typ, obj)
+		}
+	default:
+		o := ev.Object
+		if o.GetAPIVersion() != c.kind.APIVersion() {
+			// Conversion may change labels and annotations (as in encodeEvent).
+			var cerr error
+			if o, cerr = c.fromStorageDetached(ev.Object); cerr != nil {
+				var obj []byte
+				if obj, err = statusProto(eventStatus(cerr)); err == nil {
+					return watchFrame(string(storage.ErrorEvent), obj)
+				}
+				break
+			}
+		}
+		raw, err = protoPartial(c.kind, o, c.memoProto())
+	}
+	if err != nil {
+		return nil, err
+	}
+	obj, err := envelope(partialAPIVersion, "PartialObjectMetadata", raw)
+	if err != nil {
+		return nil, err
+	}
+	return watchFrame(typ, obj)
+}
+
+// watchFrame is one frame of a protobuf watch stream: a 4-byte big-endian length, then a
+// metav1.WatchEvent of type typ carrying obj (an enveloped object or Status).
+func watchFrame(typ string, obj []byte) ([]byte, error) {
+	we := metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: obj}}
+	b := make([]byte, 4, 4+we.Size())
+	n, err := we.MarshalTo(b[4:cap(b)])
+	if err != nil {
+		return nil, err
+	}
+	binary.BigEndian.PutUint32(b, uint32(n))
+	return b[:4+n], nil
 }

@@ -67,6 +67,8 @@ func (c *call) writeObject(code int, obj *unstructured.Unstructured, out output)
 		writeJSON(c.w, code, c.table([]*unstructured.Unstructured{obj}, metav1.ListMeta{ResourceVersion: obj.GetResourceVersion()}, true))
 	case outPartial:
 		writeJSON(c.w, code, partial(obj))
+	case outPartialProtobuf:
+		c.writePartialProto(code, obj)
 	case outProtobuf:
 		c.writeProto(code, obj)
 	default:
@@ -195,6 +197,8 @@ func (c *call) list() {
 			items[i] = partial(o)
 		}
 		writeJSON(c.w, http.StatusOK, map[string]any{"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": lm, "items": items})
+	case outPartialProtobuf:
+		c.writePartialProtoList(lm, res.Items)
 	case outProtobuf:
 		c.writeProtoList(lm, res.Items)
 	default:

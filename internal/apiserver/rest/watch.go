@@ -80,7 +80,7 @@ func (c *call) watch() {
 	}
 
 	h := c.w.Header()
-	if out == outProtobuf {
+	if out == outProtobuf || out == outPartialProtobuf {
 		h.Set("Content-Type", protobufType+";stream=watch")
 	} else {
 		h.Set("Content-Type", "application/json")
@@ -102,6 +102,9 @@ func (c *call) watch() {
 	case outProtobuf:
 		format = c.kind.APIVersion() + ";protobuf"
 		encode = c.encodeProtoEvent
+	case outPartialProtobuf:
+		format = "meta.k8s.io/v1;partial;protobuf"
+		encode = c.encodePartialProtoEvent
 	}
 	firstTable := true
 	unflushed := false // frames written since the last flush

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -86,12 +87,30 @@ func optionsInvalid(verb string, errs field.ErrorList) error {
 //
 // A body a built-in kind's Go type cannot hold at all (a number where a string belongs) is
 // refused under every fieldValidation with 400, as kube-apiserver's decoder refuses it.
-func (c *call) checkFields(o writeOptions, data []byte, prefix string) error {
+//
+// It reports whether the body had unknown or duplicate fields: for a built-in kind the
+// caller then rebuilds the object through its Go type (withoutUnknownFields).
+func (c *call) checkFields(o writeOptions, data []byte, prefix string) (bool, error) {
 	errs, decodeErr := c.fieldErrors(data)
 	if decodeErr != nil {
-		return apierrors.NewBadRequest(decodeErr.Error())
+		return false, apierrors.NewBadRequest(decodeErr.Error())
 	}
-	return c.applyFieldValidation(o, errs, prefix)
+	return len(errs) > 0, c.applyFieldValidation(o, errs, prefix)
+}
+
+// withoutUnknownFields decodes a body of a built-in kind through its Go type, which drops the
+// fields the type does not have (and keeps the last of duplicates), as kube-apiserver's
+// decoder does: they are neither stored nor seen by the field manager.
+func (c *call) withoutUnknownFields(data []byte) (*unstructured.Unstructured, error) {
+	typed := c.kind.NewTyped()
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, typed); err != nil {
+		return nil, apierrors.NewBadRequest(c.undecodable() + err.Error())
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(c.undecodable() + err.Error())
+	}
+	return &unstructured.Unstructured{Object: m}, nil
 }
 
 // applyFieldValidation fails the request with the unknown or duplicate fields errs under
@@ -182,8 +201,14 @@ func (c *call) readObjectBody(o writeOptions) (*unstructured.Unstructured, error
 	} else if data != nil {
 		// Not protobuf (data is nil for a protobuf body, decoded into its Go type: it cannot
 		// carry unknown or duplicate fields).
-		if err := c.checkFields(o, data, c.undecodable()); err != nil {
+		unknown, err := c.checkFields(o, data, c.undecodable())
+		if err != nil {
 			return nil, err
+		}
+		if unknown && c.kind.NewTyped != nil {
+			if obj, err = c.withoutUnknownFields(data); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if audited != nil {
