@@ -26,8 +26,10 @@ import (
 // those owners — fields the manager no longer applies are removed, and changing a field
 // another manager owns is a 409 conflict unless forced.
 //
-// Each Kind gets one field manager per subresource ("" and "status"), built on its first
-// write and cached with the Kind (registry.Kind.Derived). Its type converter comes from the
+// Each Kind gets one field manager per subresource ("" and "status"; the scale subresource
+// one for its autoscaling/v1 Scale objects, whose ownership upstream's ScaleHandler maps to
+// and from the parent's), built on its first write and cached with the Kind
+// (registry.Kind.Derived). Its type converter comes from the
 // Kind's OpenAPI schema, so list types and map keys (x-kubernetes-list-type, patch merge
 // keys) decide how lists merge; a kind without a schema gets the deduced converter (maps
 // merge by key, lists are atomic).
@@ -60,8 +62,9 @@ type fieldManagerKey string
 // writes then leave managedFields as they are).
 type fieldManagerEntry struct{ fm *managedfields.FieldManager }
 
-// fieldManager is the field manager of the request's kind and subresource, nil for
-// subresources whose writes are not tracked (scale, finalize).
+// fieldManager is the field manager of the request's kind and subresource; nil for the
+// scale subresource (scaleFieldManager serves it) and for finalize, whose writes are not
+// tracked.
 func (c *call) fieldManager() *managedfields.FieldManager {
 	sub := c.info.Subresource
 	if sub != "" && sub != "status" {
