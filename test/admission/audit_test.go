@@ -68,6 +68,11 @@ func TestAuditLevels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A server-side apply (a YAML body) logs its applied configuration as the request.
+	applied := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"full"},"data":{"applied":"yes"}}`
+	if _, err := cs.CoreV1().ConfigMaps("audit-rr").Patch(ctx, "full", "application/apply-patch+yaml", []byte(applied), metav1.PatchOptions{FieldManager: "auditor"}); err != nil {
+		t.Fatal(err)
+	}
 	// A watch logs ResponseStarted when its response begins.
 	w, err := cs.CoreV1().ConfigMaps("audit-rr").Watch(ctx, metav1.ListOptions{TimeoutSeconds: ptr(int64(1))})
 	if err != nil {
@@ -114,6 +119,12 @@ func TestAuditLevels(t *testing.T) {
 	}
 	check("create configmap audit-rr/full", eventsFor(evs, "create", "configmaps", "audit-rr", "full"), auditv1.LevelRequestResponse, string(rr.UID), true, true)
 	check("create secret audit-md/meta", eventsFor(evs, "create", "secrets", "audit-md", "meta"), auditv1.LevelMetadata, string(md.UID), false, false)
+	check("apply configmap audit-rr/full", eventsFor(evs, "patch", "configmaps", "audit-rr", "full"), auditv1.LevelRequestResponse, string(rr.UID), true, true)
+	for _, ev := range eventsFor(evs, "patch", "configmaps", "audit-rr", "full") {
+		if ev.Stage == auditv1.StageResponseComplete && (ev.RequestObject == nil || !strings.Contains(string(ev.RequestObject.Raw), `"applied":"yes"`)) {
+			t.Errorf("apply's requestObject: %v", ev.RequestObject)
+		}
+	}
 	watch := eventsFor(evs, "watch", "configmaps", "audit-rr", "")
 	started := false
 	for _, ev := range watch {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"kubeos.dev/kube/internal/apiserver/request"
 	"kubeos.dev/kube/internal/storage"
 )
 
@@ -182,6 +183,7 @@ func (c *call) apply(patch []byte, o writeOptions, out output) {
 		c.fail(err)
 		return
 	}
+	c.auditApplied(applied)
 	if err := c.checkTypeMeta(applied); err != nil {
 		c.fail(err)
 		return
@@ -239,4 +241,13 @@ func (c *call) apply(patch []byte, o writeOptions, out output) {
 		return
 	}
 	c.writeObject(http.StatusOK, updated, out)
+}
+
+// auditApplied records an applied configuration as the audit event's request object: the
+// audit filter keeps only JSON bodies, and an apply body is YAML (kube-apiserver logs the
+// patch transcoded to JSON).
+func (c *call) auditApplied(applied *unstructured.Unstructured) {
+	if a := request.AuditFrom(c.ctx); a != nil && a.WantRequest {
+		a.SetRequestObject(applied.DeepCopy().Object)
+	}
 }

@@ -160,6 +160,7 @@ func (c *call) scaleApply(o writeOptions, patch []byte) {
 		c.fail(err)
 		return
 	}
+	c.auditApplied(applied)
 	if k := applied.GetKind(); k != "Scale" || applied.GetAPIVersion() != "autoscaling/v1" {
 		c.fail(apierrors.NewBadRequest(fmt.Sprintf("the object to apply to /scale must be an autoscaling/v1 Scale, not %s %s", applied.GetAPIVersion(), k)))
 		return
