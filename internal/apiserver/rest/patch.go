@@ -174,16 +174,10 @@ func patchError(err error) error {
 // manager applied before and no longer does, and refuses (409) to change fields other
 // managers own unless force is set; a missing object is created.
 func (c *call) apply(patch []byte, o writeOptions, out output) {
-	if c.r.URL.Query().Get("fieldManager") == "" {
-		c.fail(apierrors.NewBadRequest("PATCH requests with the apply content type (application/apply-patch+yaml) require a fieldManager"))
+	applied, ok := c.decodeApplied(patch)
+	if !ok {
 		return
 	}
-	applied, err := decodeObject(patch)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	c.auditApplied(applied)
 	if err := c.checkTypeMeta(applied); err != nil {
 		c.fail(err)
 		return
@@ -243,11 +237,22 @@ func (c *call) apply(patch []byte, o writeOptions, out output) {
 	c.writeObject(http.StatusOK, updated, out)
 }
 
-// auditApplied records an applied configuration as the audit event's request object: the
-// audit filter keeps only JSON bodies, and an apply body is YAML (kube-apiserver logs the
-// patch transcoded to JSON).
-func (c *call) auditApplied(applied *unstructured.Unstructured) {
+// decodeApplied decodes the body of a server-side apply (which must name its field
+// manager) and records it as the audit event's request object: the audit filter keeps only
+// JSON bodies, and an apply body is YAML (kube-apiserver logs the patch transcoded to JSON).
+// On failure it answers the request and returns false.
+func (c *call) decodeApplied(patch []byte) (*unstructured.Unstructured, bool) {
+	if c.r.URL.Query().Get("fieldManager") == "" {
+		c.fail(apierrors.NewBadRequest("PATCH requests with the apply content type (application/apply-patch+yaml) require a fieldManager"))
+		return nil, false
+	}
+	applied, err := decodeObject(patch)
+	if err != nil {
+		c.fail(err)
+		return nil, false
+	}
 	if a := request.AuditFrom(c.ctx); a != nil && a.WantRequest {
 		a.SetRequestObject(applied.DeepCopy().Object)
 	}
+	return applied, true
 }

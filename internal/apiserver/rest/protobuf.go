@@ -116,26 +116,14 @@ func (c *call) writeProto(code int, obj *unstructured.Unstructured) {
 	writeJSON(c.w, code, obj.Object)
 }
 
-// writeProtoList writes a list as protobuf: every Kubernetes list message is ListMeta in
-// field 1 and the items in field 2, so the items' memoised encodings are spliced in.
+// writeProtoList writes a list as protobuf, the items' memoised encodings spliced in.
 func (c *call) writeProtoList(lm metav1.ListMeta, items []*unstructured.Unstructured) {
-	meta, err := lm.Marshal()
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	buf := protowire.AppendTag(nil, 1, protowire.BytesType)
-	buf = protowire.AppendBytes(buf, meta)
 	memo := c.memoProto()
-	for _, it := range items {
-		raw, err := protoObject(c.kind, it, memo)
-		if err != nil {
-			c.h.log.Error("protobuf encoding failed; answering JSON", "err", err)
-			c.writeList(lm, items)
-			return
-		}
-		buf = protowire.AppendTag(buf, 2, protowire.BytesType)
-		buf = protowire.AppendBytes(buf, raw)
+	buf, err := protoListBody(lm, items, func(it *unstructured.Unstructured) ([]byte, error) { return protoObject(c.kind, it, memo) })
+	if err != nil {
+		c.h.log.Error("protobuf encoding failed; answering JSON", "err", err)
+		c.writeList(lm, items)
+		return
 	}
 	body, err := envelope(c.kind.APIVersion(), c.kind.ListKind, buf)
 	if err != nil {
@@ -143,6 +131,26 @@ func (c *call) writeProtoList(lm metav1.ListMeta, items []*unstructured.Unstruct
 		return
 	}
 	writeBody(c.w, http.StatusOK, protobufType, body)
+}
+
+// protoListBody is a list message as every Kubernetes list message is laid out: ListMeta in
+// field 1, then each item's encoding in field 2.
+func protoListBody(lm metav1.ListMeta, items []*unstructured.Unstructured, item func(*unstructured.Unstructured) ([]byte, error)) ([]byte, error) {
+	meta, err := lm.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	buf := protowire.AppendTag(nil, 1, protowire.BytesType)
+	buf = protowire.AppendBytes(buf, meta)
+	for _, it := range items {
+		raw, err := item(it)
+		if err != nil {
+			return nil, err
+		}
+		buf = protowire.AppendTag(buf, 2, protowire.BytesType)
+		buf = protowire.AppendBytes(buf, raw)
+	}
+	return buf, nil
 }
 
 func writeBody(w http.ResponseWriter, code int, contentType string, body []byte) {
@@ -248,25 +256,13 @@ func (c *call) writePartialProto(code int, obj *unstructured.Unstructured) {
 	writeJSON(c.w, code, partial(obj))
 }
 
-// writePartialProtoList writes a PartialObjectMetadataList as protobuf (ListMeta in field
-// 1, the items in field 2, as every list message).
+// writePartialProtoList writes a PartialObjectMetadataList as protobuf.
 func (c *call) writePartialProtoList(lm metav1.ListMeta, items []*unstructured.Unstructured) {
-	meta, err := lm.Marshal()
+	memo := c.memoProto()
+	buf, err := protoListBody(lm, items, func(it *unstructured.Unstructured) ([]byte, error) { return protoPartial(c.kind, it, memo) })
 	if err != nil {
 		c.fail(err)
 		return
-	}
-	buf := protowire.AppendTag(nil, 1, protowire.BytesType)
-	buf = protowire.AppendBytes(buf, meta)
-	memo := c.memoProto()
-	for _, it := range items {
-		raw, err := protoPartial(c.kind, it, memo)
-		if err != nil {
-			c.fail(err)
-			return
-		}
-		buf = protowire.AppendTag(buf, 2, protowire.BytesType)
-		buf = protowire.AppendBytes(buf, raw)
 	}
 	body, err := envelope(partialAPIVersion, "PartialObjectMetadataList", buf)
 	if err != nil {

@@ -151,16 +151,10 @@ func (c *call) scaleApply(o writeOptions, patch []byte) {
 		c.fail(unsupportedPatchType([]string{jsonPatchType, mergePatchType}))
 		return
 	}
-	if c.r.URL.Query().Get("fieldManager") == "" {
-		c.fail(apierrors.NewBadRequest("PATCH requests with the apply content type (application/apply-patch+yaml) require a fieldManager"))
+	applied, ok := c.decodeApplied(patch)
+	if !ok {
 		return
 	}
-	applied, err := decodeObject(patch)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	c.auditApplied(applied)
 	if k := applied.GetKind(); k != "Scale" || applied.GetAPIVersion() != "autoscaling/v1" {
 		c.fail(apierrors.NewBadRequest(fmt.Sprintf("the object to apply to /scale must be an autoscaling/v1 Scale, not %s %s", applied.GetAPIVersion(), k)))
 		return
