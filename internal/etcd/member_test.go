@@ -52,8 +52,8 @@ func TestDefaultMemberPrivate(t *testing.T) {
 	if len(urls) != 1 || urls[0] != "unix://"+sock {
 		t.Fatalf("ClientURLs = %v, want [unix://%s]", urls, sock)
 	}
-	assertMode(t, dir, os.ModeDir|0o700)
-	assertMode(t, sock, os.ModeSocket|0o600)
+	localuser.AssertMode(t, dir, os.ModeDir|0o700)
+	localuser.AssertMode(t, sock, os.ModeSocket|0o600)
 
 	in := m.Client()
 	defer in.Close()
@@ -141,8 +141,8 @@ func TestDefaultMemberLongPath(t *testing.T) {
 	if len(sock) > maxSocketPath || strings.HasPrefix(sock, dir) {
 		t.Fatalf("socket %s: want a short path outside %s", sock, dir)
 	}
-	assertMode(t, filepath.Dir(sock), os.ModeDir|0o700)
-	assertMode(t, sock, os.ModeSocket|0o600)
+	localuser.AssertMode(t, filepath.Dir(sock), os.ModeDir|0o700)
+	localuser.AssertMode(t, sock, os.ModeSocket|0o600)
 	cli, err := NewClient(ClientOptions{Endpoints: urls})
 	if err != nil {
 		t.Fatal(err)
@@ -214,17 +214,6 @@ func TestMemberInitialClusterNeedsPeerURLs(t *testing.T) {
 	_, err := StartMember(t.Context(), MemberOptions{DataDir: t.TempDir(), InitialCluster: "a=http://127.0.0.1:2380"})
 	if err == nil || !strings.Contains(err.Error(), "peer URLs are required") {
 		t.Fatalf("err = %v, want peer URLs required", err)
-	}
-}
-
-func assertMode(t *testing.T, path string, want os.FileMode) {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := fi.Mode() & (os.ModeType | os.ModePerm); got != want {
-		t.Errorf("%s: mode %v, want %v", path, got, want)
 	}
 }
 

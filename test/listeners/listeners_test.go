@@ -92,8 +92,8 @@ func TestServerListensOnlyOnItsPort(t *testing.T) {
 
 	etcdDir := filepath.Join(data, "etcd")
 	sock := filepath.Join(etcdDir, "client.sock")
-	assertMode(t, etcdDir, os.ModeDir|0o700)
-	assertMode(t, sock, os.ModeSocket|0o600)
+	localuser.AssertMode(t, etcdDir, os.ModeDir|0o700)
+	localuser.AssertMode(t, sock, os.ModeSocket|0o600)
 	if tried, err := localuser.DialAsNobody(sock); !tried {
 		t.Log("not root: did not try to connect as another user")
 	} else if !errors.Is(err, syscall.EACCES) {
@@ -143,15 +143,4 @@ func listeningTCPPorts(pid int) ([]int, error) {
 		}
 	}
 	return ports, nil
-}
-
-func assertMode(t *testing.T, path string, want os.FileMode) {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := fi.Mode() & (os.ModeType | os.ModePerm); got != want {
-		t.Errorf("%s: mode %v, want %v", path, got, want)
-	}
 }
