@@ -143,6 +143,16 @@ func TestUnknownFieldsDropped(t *testing.T) {
 		}
 	}
 	check("after create")
+	// A body without apiVersion and kind (the URL names them) loses its unknown fields too,
+	// and is stored with both.
+	r = do(t, admin, http.MethodPost, base, "application/json", []byte(`{"metadata":{"name":"unknown-fields-2"},"bogus":1}`))
+	if r.code != http.StatusCreated {
+		t.Fatalf("create without apiVersion and kind: %d %s", r.code, r.body)
+	}
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath(base, "unknown-fields-2").DoRaw(ctx)
+	if err != nil || strings.Contains(string(raw), "bogus") || !strings.Contains(string(raw), `"kind":"ConfigMap"`) || !strings.Contains(string(raw), `"apiVersion":"v1"`) {
+		t.Fatalf("stored without apiVersion and kind in the body: %s %v", raw, err)
+	}
 	cm, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "unknown-fields", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -129,7 +129,7 @@ func FuzzDecodeBody(f *testing.F) {
 				_, err = c.checkPatchedFields(writeOptions{fieldValidation: fv}, data, data)
 				clientError(t, "checkPatchedFields "+fv, err)
 				if kind.NewTyped != nil {
-					if _, err := c.withoutUnknownFields(data); err != nil {
+					if _, err := c.withoutUnknownFields(data, obj); err != nil {
 						clientError(t, "withoutUnknownFields", err)
 					}
 				}

@@ -109,7 +109,7 @@ func (c *call) patch() {
 		}
 		var obj *unstructured.Unstructured
 		if unknown && c.kind.NewTyped != nil {
-			obj, err = c.withoutUnknownFields(patched)
+			obj, err = c.withoutUnknownFields(patched, nil)
 		} else {
 			obj, err = decodeObject(patched)
 		}
@@ -193,7 +193,7 @@ func (c *call) apply(patch []byte, o writeOptions, out output) {
 		return
 	}
 	if unknown && c.kind.NewTyped != nil {
-		if applied, err = c.withoutUnknownFields(patch); err != nil {
+		if applied, err = c.withoutUnknownFields(patch, applied); err != nil {
 			c.fail(err)
 			return
 		}

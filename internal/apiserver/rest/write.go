@@ -100,8 +100,9 @@ func (c *call) checkFields(o writeOptions, data []byte, prefix string) (bool, er
 
 // withoutUnknownFields decodes a body of a built-in kind through its Go type, which drops the
 // fields the type does not have (and keeps the last of duplicates), as kube-apiserver's
-// decoder does: they are neither stored nor seen by the field manager.
-func (c *call) withoutUnknownFields(data []byte) (*unstructured.Unstructured, error) {
+// decoder does: they are neither stored nor seen by the field manager. The apiVersion and
+// kind are checked's, the body already decoded and checked (nil: the body's own).
+func (c *call) withoutUnknownFields(data []byte, checked *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	typed := c.kind.NewTyped()
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, typed); err != nil {
 		return nil, apierrors.NewBadRequest(c.undecodable() + err.Error())
@@ -110,7 +111,12 @@ func (c *call) withoutUnknownFields(data []byte) (*unstructured.Unstructured, er
 	if err != nil {
 		return nil, apierrors.NewBadRequest(c.undecodable() + err.Error())
 	}
-	return &unstructured.Unstructured{Object: m}, nil
+	obj := &unstructured.Unstructured{Object: m}
+	if checked != nil {
+		obj.SetAPIVersion(checked.GetAPIVersion())
+		obj.SetKind(checked.GetKind())
+	}
+	return obj, nil
 }
 
 // applyFieldValidation fails the request with the unknown or duplicate fields errs under
@@ -206,7 +212,7 @@ func (c *call) readObjectBody(o writeOptions) (*unstructured.Unstructured, error
 			return nil, err
 		}
 		if unknown && c.kind.NewTyped != nil {
-			if obj, err = c.withoutUnknownFields(data); err != nil {
+			if obj, err = c.withoutUnknownFields(data, obj); err != nil {
 				return nil, err
 			}
 		}
