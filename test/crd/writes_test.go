@@ -235,6 +235,18 @@ func TestCustomResourceWrites(t *testing.T) {
 		if n, _, _ := unstructured.NestedInt64(got.Object, "status", "replicas"); n != 2 {
 			t.Fatalf("status.replicas = %d after alice's apply, want 2", n)
 		}
+		// A field the schema does not have is dropped (fieldValidation Warn, the default),
+		// and a value of the wrong type is the client's mistake: 400, not a 500.
+		got, err = pools.Apply(ctx, "applied", pool(map[string]any{"replicas": int64(2), "bogus": "x"}), metav1.ApplyOptions{FieldManager: "alice"})
+		if err != nil {
+			t.Fatalf("apply with an unknown field: %v", err)
+		}
+		if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "bogus"); found {
+			t.Fatal("apply stored a field the schema does not have")
+		}
+		if _, err := pools.Apply(ctx, "applied", pool(map[string]any{"replicas": true}), metav1.ApplyOptions{FieldManager: "alice"}); !apierrors.IsBadRequest(err) {
+			t.Fatalf("apply of a boolean where an integer belongs: want 400, got %v", err)
+		}
 		// The schema still applies to what apply produces.
 		if _, err := pools.Apply(ctx, "applied", pool(map[string]any{"replicas": int64(20)}), metav1.ApplyOptions{FieldManager: "alice"}); !apierrors.IsInvalid(err) {
 			t.Fatalf("apply over the schema's maximum: want 422, got %v", err)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"kubeos.dev/kube/internal/apiserver/request"
+	"kubeos.dev/kube/internal/registry"
 	"kubeos.dev/kube/internal/storage"
 )
 
@@ -199,6 +200,11 @@ func (c *call) apply(patch []byte, o writeOptions, out output) {
 		}
 		applied.SetName(c.info.Name)
 	}
+	if p, ok := c.kind.StrategyOrDefault().(registry.UnknownFieldPruner); ok {
+		// Custom resources: fields the schema prunes are dropped (and were reported above)
+		// rather than failing the field manager, as for any other write.
+		p.PruneUnknownFields(applied.Object)
+	}
 	fm := c.fieldManager()
 	if fm == nil {
 		c.fail(unsupportedPatchType([]string{jsonPatchType, mergePatchType}))
@@ -209,7 +215,7 @@ func (c *call) apply(patch []byte, o writeOptions, out output) {
 		live, _ := (&kindConvertor{}).New(c.kind.GVK())
 		obj, err := fm.Apply(live, applied.DeepCopy(), o.manager, o.force)
 		if err != nil {
-			c.fail(statusError(err, c.gr, c.info.Name))
+			c.fail(applyError(err))
 			return
 		}
 		created, code, err := c.createObject(obj.(*unstructured.Unstructured), o)
@@ -226,7 +232,7 @@ func (c *call) apply(patch []byte, o writeOptions, out output) {
 	updated, err := c.updateObject(nil, o, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		obj, err := fm.Apply(cur.DeepCopy(), applied.DeepCopy(), o.manager, o.force)
 		if err != nil {
-			return nil, err
+			return nil, applyError(err)
 		}
 		return obj.(*unstructured.Unstructured), nil
 	})
@@ -235,6 +241,17 @@ func (c *call) apply(patch []byte, o writeOptions, out output) {
 		return
 	}
 	c.writeObject(http.StatusOK, updated, out)
+}
+
+// applyError is the answer to a failed apply: the field manager's own answers (conflicts,
+// managedFields in the body) as they are, anything else a 400 — what remains is an applied
+// configuration that does not fit the kind's schema (a string where a number belongs).
+func applyError(err error) error {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return err
+	}
+	return apierrors.NewBadRequest("the applied configuration does not fit the schema: " + err.Error())
 }
 
 // decodeApplied decodes the body of a server-side apply (which must name its field

@@ -168,7 +168,7 @@ func (c *call) scaleApply(o writeOptions, patch []byte) {
 	c.updateScale(o, func(scale map[string]any) (map[string]any, error) {
 		out, err := fm.Apply(&unstructured.Unstructured{Object: scale}, applied.DeepCopy(), o.manager, o.force)
 		if err != nil {
-			return nil, err
+			return nil, applyError(err)
 		}
 		return out.(*unstructured.Unstructured).Object, nil
 	})
