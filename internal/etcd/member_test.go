@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,16 +29,7 @@ func TestDefaultMemberPrivate(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	m, err := StartMember(ctx, MemberOptions{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	defer func() {
-		if !closed {
-			m.Close()
-		}
-	}()
+	m, closeMember := startDefaultMember(t, ctx, dir)
 
 	if len(m.e.Peers) != 0 {
 		t.Errorf("%d peer listeners, want none: %v", len(m.e.Peers), m.e.Peers[0].Addr())
@@ -110,8 +102,7 @@ func TestDefaultMemberPrivate(t *testing.T) {
 		t.Fatalf("socket after the refused second member: %v", err)
 	}
 
-	m.Close()
-	closed = true
+	closeMember()
 	if _, err := os.Stat(sock); !os.IsNotExist(err) {
 		t.Errorf("socket left after Close: %v", err)
 	}
@@ -123,16 +114,7 @@ func TestDefaultMemberLongPath(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	m, err := StartMember(ctx, MemberOptions{DataDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	defer func() {
-		if !closed {
-			m.Close()
-		}
-	}()
+	m, closeMember := startDefaultMember(t, ctx, dir)
 	urls := m.ClientURLs()
 	if len(urls) != 1 || !strings.HasPrefix(urls[0], "unix://") {
 		t.Fatalf("ClientURLs = %v, want one unix socket", urls)
@@ -151,8 +133,7 @@ func TestDefaultMemberLongPath(t *testing.T) {
 	if _, err := cli.Put(ctx, "k", "v"); err != nil {
 		t.Fatal(err)
 	}
-	m.Close()
-	closed = true
+	closeMember()
 	if _, err := os.Stat(filepath.Dir(sock)); !os.IsNotExist(err) {
 		t.Errorf("socket directory left after Close: %v", err)
 	}
@@ -229,4 +210,18 @@ func freeLoopbackPorts(t *testing.T, n int) []string {
 		addrs = append(addrs, l.Addr().String())
 	}
 	return addrs
+}
+
+// startDefaultMember starts a default member on dir; the returned close stops it once (the
+// test's cleanup does, if the test has not).
+func startDefaultMember(t *testing.T, ctx context.Context, dir string) (*Member, func()) {
+	t.Helper()
+	m, err := StartMember(ctx, MemberOptions{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	closeMember := func() { once.Do(m.Close) }
+	t.Cleanup(closeMember)
+	return m, closeMember
 }

@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"kubeos.dev/kube/internal/server/servertest"
 )
 
 // TestRunCommandAndSIGTERM runs the README's run command as a user does (the real binary,
@@ -27,10 +29,7 @@ import (
 // then a SIGKILL, after which the restarted server leads its controllers again at once.
 func TestRunCommandAndSIGTERM(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "kube")
-	if out, err := exec.Command("go", "build", "-o", bin, "kubeos.dev/kube/cmd/kube").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := servertest.BuildKube(t, dir)
 	port := freePort(t)
 	dataDir := filepath.Join(dir, "data")
 	// start runs the server with the test's environment minus GOGC, plus env.

@@ -94,11 +94,7 @@ type server struct {
 func TestHighAvailability(t *testing.T) {
 	begin := time.Now()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "kube")
-	build := exec.Command("go", "build", "-o", bin, "kubeos.dev/kube/cmd/kube")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := servertest.BuildKube(t, dir)
 	t.Logf("built in %s", time.Since(begin).Round(time.Millisecond))
 
 	// Three etcd members.

@@ -33,10 +33,7 @@ import (
 
 func TestServerListensOnlyOnItsPort(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "kube")
-	if out, err := exec.Command("go", "build", "-o", bin, "kubeos.dev/kube/cmd/kube").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := servertest.BuildKube(t, dir)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -85,3 +85,14 @@ func Eventually(t testing.TB, d, interval time.Duration, f func() error) {
 		time.Sleep(interval)
 	}
 }
+
+// BuildKube builds the kube binary into dir and returns its path, for tests that run it as
+// a user does (signals, listening sockets, several processes).
+func BuildKube(t testing.TB, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "kube")
+	if out, err := exec.Command("go", "build", "-o", bin, "kubeos.dev/kube/cmd/kube").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
