@@ -91,6 +91,17 @@ type Kind struct {
 	// Subresources are create-only subresources computed by a hook (serviceaccounts/token),
 	// by subresource name. The status, scale and finalize subresources are not listed here.
 	Subresources map[string]*Subresource
+	// Connect names the kind's connect subresources (pods: log, exec, attach, portforward,
+	// proxy; nodes and services: proxy). The REST handler hands requests to them, whatever
+	// their verb and however long their path, to its Connect handler.
+	Connect []string
+	// FieldSubresources are subresources that, like status, read the whole object and
+	// write only some of its fields (pods/ephemeralcontainers, pods/resize,
+	// certificatesigningrequests/approval), by name.
+	FieldSubresources map[string]*FieldSubresource
+	// Allocator, when set, reserves what the kind's objects hold outside storage (a
+	// Service's cluster IPs and node ports) around creates, updates and deletes.
+	Allocator Allocator
 
 	// derived holds what Derived caches.
 	derived sync.Map
@@ -106,6 +117,34 @@ type Subresource struct {
 	NewTyped func() runtime.Object
 	// Create computes the response for the parent object namespace/name.
 	Create func(ctx context.Context, namespace, name string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
+}
+
+// FieldSubresource is a subresource whose writes replace only some fields of the stored
+// object; its reads return the whole object.
+type FieldSubresource struct {
+	// Fields are the paths of the fields the subresource writes (e.g. {"spec",
+	// "ephemeralContainers"}); every other field keeps its stored value.
+	Fields [][]string
+	// Prepare, when set, adjusts the object after the fields were copied (old is the
+	// stored object).
+	Prepare func(obj, old *unstructured.Unstructured)
+	// Validate checks the write; nil means the strategy's ValidateUpdate.
+	Validate func(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList
+}
+
+// Allocator reserves what objects of a kind hold outside storage, as upstream's service
+// REST storage allocates cluster IPs and node ports. Begin* run after mutating admission
+// and before validation (so validation sees what was allocated, as upstream's BeginCreate
+// hook); they may change obj. The finish function they return is called exactly once, with
+// whether the write was stored: on false it must release what Begin reserved (on an update,
+// what the new object holds and the old did not; on true, what the old held and the new
+// does not). An update's Begin may run several times for one request (a conflicting write
+// retries it), each run with its own finish. A dry run must reserve nothing.
+type Allocator interface {
+	BeginCreate(ctx context.Context, obj *unstructured.Unstructured, dryRun bool) (finish func(ctx context.Context, stored bool), err error)
+	BeginUpdate(ctx context.Context, obj, old *unstructured.Unstructured, dryRun bool) (finish func(ctx context.Context, stored bool), err error)
+	// AfterDelete releases what a deleted object held.
+	AfterDelete(ctx context.Context, obj *unstructured.Unstructured)
 }
 
 // FieldChecker is implemented by strategies that can list the unknown and duplicate fields

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +50,10 @@ type Options struct {
 	Admission admission.Interface
 	// Done, when closed, ends every watch being served (server shutdown).
 	Done <-chan struct{}
+	// Connect serves the connect subresources a kind names in registry.Kind.Connect
+	// (pods/log, pods/exec, nodes/proxy, ...): the request arrives authenticated and
+	// authorized, with its request.Info in the context. nil: they answer 404.
+	Connect http.Handler
 	// OpenWatches, when set, counts the watches being served by resource.
 	OpenWatches *prometheus.GaugeVec
 }
@@ -67,11 +72,12 @@ type Handler struct {
 	gcHint      func(schema.GroupResource)
 	done        <-chan struct{}
 	admission   admission.Interface
+	connect     http.Handler
 }
 
 // New returns the REST handler.
 func New(o Options) *Handler {
-	h := &Handler{reg: o.Registry, store: o.Store, caches: o.Caches, now: o.Now, minWT: o.MinWatchTimeout, log: o.Log, openWatches: o.OpenWatches, gc: o.GarbageCollector, gcHint: o.CollectorHint, done: o.Done, admission: o.Admission}
+	h := &Handler{reg: o.Registry, store: o.Store, caches: o.Caches, now: o.Now, minWT: o.MinWatchTimeout, log: o.Log, openWatches: o.OpenWatches, gc: o.GarbageCollector, gcHint: o.CollectorHint, done: o.Done, admission: o.Admission, connect: o.Connect}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -117,6 +123,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if kind.DeprecationWarning != "" {
 		// Every request to a deprecated version, whatever its outcome, as upstream.
 		addWarning(w, kind.DeprecationWarning)
+	}
+	if info.Subresource != "" && info.Name != "" && slices.Contains(kind.Connect, info.Subresource) {
+		if h.connect == nil {
+			WriteStatus(w, resourceNotFound())
+			return
+		}
+		h.connect.ServeHTTP(w, r)
+		return
 	}
 	if len(info.Parts) > 3 {
 		WriteStatus(w, resourceNotFound())
