@@ -1,0 +1,211 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	upstream "k8s.io/apiserver/pkg/admission"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+
+	"kubeos.dev/kube/internal/admission"
+	"kubeos.dev/kube/internal/apiserver/request"
+)
+
+// scheme holds upstream's built-in types, their conversions and defaults (pkg/apis/*/install,
+// imported in install.go).
+var scheme = legacyscheme.Scheme
+
+// objectInterfaces is what upstream's plugins get as admission.ObjectInterfaces.
+var objectInterfaces = upstream.NewObjectInterfacesFromScheme(scheme)
+
+// toInternal turns a served object into the object upstream's plugins expect: the internal
+// type of a built-in kind (through its v1 type, with v1 defaults applied, as kube-apiserver's
+// decoder leaves it), or the unstructured object itself for kinds upstream does not know
+// (custom resources, Kube's own kinds), which the plugins read through meta accessors.
+func toInternal(u *unstructured.Unstructured, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	if u == nil {
+		return nil, nil
+	}
+	internalGVK := gvk.GroupKind().WithVersion(runtime.APIVersionInternal)
+	if !scheme.Recognizes(gvk) || !scheme.Recognizes(internalGVK) {
+		return u, nil
+	}
+	ext, err := scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ext); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding %s for admission: %v", gvk.Kind, err))
+	}
+	scheme.Default(ext)
+	in, err := scheme.New(internalGVK)
+	if err != nil {
+		return nil, err
+	}
+	if err := scheme.Convert(ext, in, nil); err != nil {
+		return nil, fmt.Errorf("converting %s to its internal type: %w", gvk.Kind, err)
+	}
+	return in, nil
+}
+
+// fromInternal turns an internal object back into the served version gvk as unstructured
+// content (the inverse of toInternal).
+func fromInternal(in runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
+	if u, ok := in.(*unstructured.Unstructured); ok {
+		return u.Object, nil
+	}
+	ext, err := scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := scheme.Convert(in, ext, nil); err != nil {
+		return nil, fmt.Errorf("converting %s from its internal type: %w", gvk.Kind, err)
+	}
+	ext.GetObjectKind().SetGroupVersionKind(gvk)
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(ext)
+}
+
+// objectKind is the kind of the object a request carries: its own apiVersion and kind when
+// set (a Binding or an Eviction posted to a pod's subresource), the request's kind otherwise.
+func objectKind(u *unstructured.Unstructured, fallback schema.GroupVersionKind) schema.GroupVersionKind {
+	if u != nil {
+		if gvk := u.GroupVersionKind(); gvk.Kind != "" && gvk.Version != "" {
+			return gvk
+		}
+	}
+	return fallback
+}
+
+// converted is one request as upstream's plugins see it.
+type converted struct {
+	attrs     upstream.Attributes
+	objectGVK schema.GroupVersionKind
+	// before is a copy of the internal object as it was handed over, to tell whether a
+	// mutating plugin changed it (nil when Object is nil or unstructured).
+	before runtime.Object
+}
+
+// convert builds upstream's admission attributes from ours: objects converted to their
+// internal types, the request's options typed, the user as a user.Info.
+func convert(ctx context.Context, a *admission.Attributes, mutating bool) (*converted, error) {
+	c := &converted{objectGVK: objectKind(a.Object, a.Kind)}
+	obj, err := toInternal(a.Object, c.objectGVK)
+	if err != nil {
+		return nil, err
+	}
+	old, err := toInternal(a.OldObject, objectKind(a.OldObject, a.Kind))
+	if err != nil {
+		return nil, err
+	}
+	if mutating && obj != nil {
+		if _, ok := obj.(*unstructured.Unstructured); !ok {
+			c.before = obj.DeepCopyObject()
+		}
+	}
+	opts, err := operationOptions(a.Operation, a.Options)
+	if err != nil {
+		return nil, err
+	}
+	kind := a.Kind
+	if a.Subresource != "" {
+		// A subresource's own kind (Binding, Eviction, Scale), as upstream's handlers pass it.
+		kind = c.objectGVK
+	}
+	rec := upstream.NewAttributesRecord(obj, old, kind, a.Namespace, a.Name, a.Resource, a.Subresource,
+		upstream.Operation(a.Operation), opts, a.DryRun, userInfo(a.User))
+	c.attrs = &auditedAttributes{Attributes: rec, audit: request.AuditFrom(ctx)}
+	return c, nil
+}
+
+// writeBack replaces a.Object's content with the internal object a mutating plugin changed.
+// An unchanged object is left as it was, so that a request no plugin touched is stored
+// exactly as the handler prepared it.
+func (c *converted) writeBack(a *admission.Attributes) error {
+	obj := c.attrs.GetObject()
+	if obj == nil || a.Object == nil {
+		return nil
+	}
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		return nil // changed in place
+	}
+	if c.before != nil && apiequality.Semantic.DeepEqual(c.before, obj) {
+		return nil
+	}
+	content, err := fromInternal(obj, c.objectGVK)
+	if err != nil {
+		return err
+	}
+	a.Object.Object = content
+	return nil
+}
+
+// operationOptions types the request's options as upstream's handlers pass them.
+func operationOptions(op admission.Operation, raw map[string]any) (runtime.Object, error) {
+	var out runtime.Object
+	var kind string
+	switch op {
+	case admission.Create:
+		out, kind = &metav1.CreateOptions{}, "CreateOptions"
+	case admission.Update:
+		out, kind = &metav1.UpdateOptions{}, "UpdateOptions"
+	case admission.Delete:
+		out, kind = &metav1.DeleteOptions{}, "DeleteOptions"
+	default:
+		return nil, nil
+	}
+	if raw != nil {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, out); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding %s options for admission: %v", op, err))
+		}
+	}
+	out.GetObjectKind().SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind(kind))
+	return out, nil
+}
+
+// userInfo is the request's user as upstream's authentication describes it.
+func userInfo(u *request.User) user.Info {
+	if u == nil {
+		return &user.DefaultInfo{}
+	}
+	return &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
+}
+
+// auditedAttributes passes the plugins' audit annotations (PodSecurity's audit mode, for
+// one) on to the request's audit event.
+type auditedAttributes struct {
+	upstream.Attributes
+	audit *request.Audit
+}
+
+func (a *auditedAttributes) AddAnnotation(key, value string) error {
+	return a.AddAnnotationWithLevel(key, value, auditinternal.LevelMetadata)
+}
+
+func (a *auditedAttributes) AddAnnotationWithLevel(key, value string, level auditinternal.Level) error {
+	if err := a.Attributes.AddAnnotationWithLevel(key, value, level); err != nil {
+		return err
+	}
+	if a.audit != nil {
+		a.audit.AddAnnotation(key, value)
+	}
+	return nil
+}
+
+// warner passes the plugins' warnings (warning.AddWarning) on to the response's Warning
+// headers.
+type warner struct{ ctx context.Context }
+
+func (w warner) AddWarning(_, text string) { request.AddWarning(w.ctx, text) }
+
+func withWarnings(ctx context.Context) context.Context {
+	return warning.WithWarningRecorder(ctx, warner{ctx})
+}
