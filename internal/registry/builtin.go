@@ -19,7 +19,7 @@ import (
 // follow kubectl's printers (k8s.io/kubernetes pkg/printers/internalversion); field
 // selectors follow each upstream strategy's selectable fields.
 func Builtins() []*Kind {
-	return append([]*Kind{
+	kinds := append([]*Kind{
 		// core v1
 		namespaceKind(), configMapKind(), secretKind(), serviceAccountKind(), coreEventKind(),
 		// events.k8s.io/v1
@@ -34,7 +34,19 @@ func Builtins() []*Kind {
 		mutatingWebhookKind(), validatingWebhookKind(),
 		validatingAdmissionPolicyKind(), validatingAdmissionPolicyBindingKind(),
 	}, authzKinds()...)
+	for _, more := range moreBuiltins {
+		kinds = append(kinds, more()...)
+	}
+	return kinds
 }
+
+// moreBuiltins are the kind sets other packages add (RegisterBuiltins).
+var moreBuiltins []func() []*Kind
+
+// RegisterBuiltins adds a set of built-in kinds defined by another package (the workload
+// kinds, built from upstream's code, which this package must not import). It must be called
+// from that package's init, before Builtins or Definitions is first called.
+func RegisterBuiltins(kinds func() []*Kind) { moreBuiltins = append(moreBuiltins, kinds) }
 
 // builtinTypes is every built-in kind's Go types; Definitions is generated from it.
 func builtinTypes() []typedKind {
@@ -79,3 +91,21 @@ func withFields(extra func(obj *unstructured.Unstructured, f fields.Set)) storag
 
 // readVerbs and the like narrow AllVerbs for the resources kube-apiserver narrows.
 var verbsNoDeleteCollection = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+
+// TypedKind is the base of a built-in kind defined outside this package: names and the
+// lazily computed schema from its Go types, as kindBase fills them.
+func TypedKind(group, version, resource, singular string, newObj, newList func() runtime.Object) Kind {
+	t := indirectType(reflect.TypeOf(newObj()))
+	return Kind{
+		Group: group, Version: version,
+		Kind: t.Name(), ListKind: indirectType(reflect.TypeOf(newList())).Name(),
+		Resource: resource, Singular: singular,
+		NewTyped:     newObj,
+		NewTypedList: newList,
+		SchemaName:   typeName(t),
+		SchemaFunc: func() *spec.Schema {
+			s := Definitions()[typeName(t)]
+			return &s
+		},
+	}
+}

@@ -2,9 +2,11 @@ package registry
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -40,6 +42,10 @@ type Kind struct {
 	// Columns printed in Table output after Name; Age is always last. TableColumns gives
 	// the complete list.
 	Columns []Column
+	// TableRows, when set, renders the Table itself (column definitions and one row of
+	// cells per object) and Columns are not used: built-in kinds print with upstream's own
+	// printers.
+	TableRows func(objs []*unstructured.Unstructured) ([]metav1.TableColumnDefinition, [][]any, error)
 	// ColumnsFunc, when Columns is nil, gives them on first use (it should memoise): a
 	// custom resource's columns cost nothing until a table of it is printed.
 	ColumnsFunc func() []Column
@@ -102,6 +108,12 @@ type Kind struct {
 	// Allocator, when set, reserves what the kind's objects hold outside storage (a
 	// Service's cluster IPs and node ports) around creates, updates and deletes.
 	Allocator Allocator
+	// IndexedFields are selectable fields (keys of Attrs' fields) the watch cache indexes:
+	// a list or watch with a field selector requiring one of them to equal a value reads
+	// only the objects with that value, and a change reaches only the watchers of its old
+	// and new values. Pods index spec.nodeName (5,000 node agents each watching their own
+	// pods), as kube-apiserver's pod storage does. [watch-cache index]
+	IndexedFields []string
 
 	// derived holds what Derived caches.
 	derived sync.Map
@@ -128,8 +140,6 @@ type FieldSubresource struct {
 	// Prepare, when set, adjusts the object after the fields were copied (old is the
 	// stored object).
 	Prepare func(obj, old *unstructured.Unstructured)
-	// Validate checks the write; nil means the strategy's ValidateUpdate.
-	Validate func(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList
 }
 
 // Allocator reserves what objects of a kind hold outside storage, as upstream's service
@@ -168,6 +178,9 @@ type UnknownFieldPruner interface {
 // Scale locates the fields the scale subresource reads and writes.
 type Scale struct {
 	SpecReplicasPath, StatusReplicasPath, LabelSelectorPath string
+	// Selector, when set, computes status.selector of the Scale instead of
+	// LabelSelectorPath (built-in kinds: their spec.selector as a selector string).
+	Selector func(obj *unstructured.Unstructured) string
 }
 
 // Column is one Table column.
@@ -202,6 +215,30 @@ type Strategy interface {
 	Validate(obj *unstructured.Unstructured) field.ErrorList
 	// ValidateUpdate checks an update.
 	ValidateUpdate(obj, old *unstructured.Unstructured) field.ErrorList
+}
+
+// ContextStrategy is implemented by strategies that prepare and validate an object in one
+// step with the request's context, after mutating admission, as upstream's REST strategies
+// do (a CertificateSigningRequest takes its requester from the context; a Pod's
+// PrepareForCreate resets its status). When a kind's strategy implements it, the handler calls
+// it instead of Validate, ValidateUpdate and ValidateStatusUpdate; it may change obj, and the
+// error it returns (an API status error, normally 422 Invalid) is the answer. ctx carries
+// the request's user, request.Info and warning sink.
+type ContextStrategy interface {
+	Strategy
+	ValidateCreateContext(ctx context.Context, obj *unstructured.Unstructured) error
+	// ValidateUpdateContext checks a write of the object (subresource "") or of one of its
+	// subresources (status, or a FieldSubresources name).
+	ValidateUpdateContext(ctx context.Context, obj, old *unstructured.Unstructured, subresource string) error
+}
+
+// GracefulDeleter is implemented by strategies of kinds whose objects are deleted
+// gracefully (pods): a delete first sets deletionTimestamp to now plus the grace period and
+// leaves the object for its node to stop; a delete with grace 0 removes it.
+type GracefulDeleter interface {
+	// GracePeriod returns the grace period a delete of obj gets, given the grace the request
+	// asked for (nil: none given).
+	GracePeriod(obj *unstructured.Unstructured, requested *int64) int64
 }
 
 // StatusValidator is implemented by strategies whose writes to the status subresource are
@@ -309,3 +346,42 @@ func (DefaultStrategy) PrepareForCreate(*unstructured.Unstructured)             
 func (DefaultStrategy) PrepareForUpdate(_, _ *unstructured.Unstructured)               {}
 func (DefaultStrategy) Validate(*unstructured.Unstructured) field.ErrorList            { return nil }
 func (DefaultStrategy) ValidateUpdate(_, _ *unstructured.Unstructured) field.ErrorList { return nil }
+
+// SubresourceInfo describes a subresource in discovery.
+type SubresourceInfo struct {
+	Name string
+	// Group, Version and Kind of its objects ("" group and version: the parent's).
+	Group, Version, Kind string
+	Verbs                []string
+}
+
+// connectVerbs and connectKinds are kube-apiserver's discovery of the connect subresources.
+var (
+	connectVerbs = map[string][]string{"proxy": {"create", "delete", "get", "patch", "update"}, "log": {"get"}}
+	connectKinds = map[string]string{"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions", "log": "Pod"}
+)
+
+// ExtraSubresources are the subresources besides status and scale, sorted by name: the
+// computed ones (Subresources), the field subresources and the connect subresources.
+func (k *Kind) ExtraSubresources() []SubresourceInfo {
+	var out []SubresourceInfo
+	for name, sr := range k.Subresources {
+		out = append(out, SubresourceInfo{Name: name, Group: sr.Group, Version: sr.Version, Kind: sr.Kind, Verbs: []string{"create"}})
+	}
+	for name := range k.FieldSubresources {
+		out = append(out, SubresourceInfo{Name: name, Kind: k.Kind, Verbs: []string{"get", "patch", "update"}})
+	}
+	for _, name := range k.Connect {
+		verbs, ok := connectVerbs[name]
+		if !ok {
+			verbs = []string{"create", "get"}
+		}
+		kind, ok := connectKinds[name]
+		if !ok { // proxy
+			kind = k.Kind + "ProxyOptions"
+		}
+		out = append(out, SubresourceInfo{Name: name, Group: "", Version: "v1", Kind: kind, Verbs: verbs})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

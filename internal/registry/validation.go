@@ -101,6 +101,10 @@ func checkTypes(v any, t reflect.Type, fld *field.Path) field.ErrorList {
 	return c.errs
 }
 
+// CheckTypes is checkTypes for other packages: the mismatches between an unstructured value
+// and the Go type it must decode into, each at its path.
+func CheckTypes(v any, t reflect.Type, fld *field.Path) field.ErrorList { return checkTypes(v, t, fld) }
+
 // checkKind is what a typeCheck expects of a value.
 type checkKind uint8
 

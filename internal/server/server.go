@@ -134,6 +134,9 @@ func New(ctx context.Context, o Options) (_ *Server, err error) {
 	for _, k := range registry.Builtins() {
 		s.Registry.Add(k)
 	}
+	if err = s.wireWorkload(); err != nil {
+		return nil, err
+	}
 	if err = s.newAuth(); err != nil {
 		return nil, err
 	}

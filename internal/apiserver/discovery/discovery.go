@@ -282,6 +282,12 @@ func resourceList(gv string, kinds []*registry.Kind) *metav1.APIResourceList {
 				Verbs:      metav1.Verbs(subresourceVerbs),
 			})
 		}
+		for _, sr := range k.ExtraSubresources() {
+			list.APIResources = append(list.APIResources, metav1.APIResource{
+				Name: k.Resource + "/" + sr.Name, Namespaced: k.Namespaced,
+				Group: sr.Group, Version: sr.Version, Kind: sr.Kind, Verbs: metav1.Verbs(sr.Verbs),
+			})
+		}
 	}
 	return list
 }
@@ -318,6 +324,13 @@ func aggregatedVersion(version string, kinds []*registry.Kind) apidiscoveryv2.AP
 				ResponseKind: &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
 				Verbs:        subresourceVerbs,
 			})
+		}
+		for _, sr := range k.ExtraSubresources() {
+			rk := &metav1.GroupVersionKind{Group: sr.Group, Version: sr.Version, Kind: sr.Kind}
+			if sr.Version == "" {
+				rk = gvk
+			}
+			r.Subresources = append(r.Subresources, apidiscoveryv2.APISubresourceDiscovery{Subresource: sr.Name, ResponseKind: rk, Verbs: sr.Verbs})
 		}
 		out.Resources = append(out.Resources, r)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"kubeos.dev/kube/internal/admission"
+	"kubeos.dev/kube/internal/registry"
 	"kubeos.dev/kube/internal/storage"
 )
 
@@ -151,7 +153,24 @@ func (c *call) deleteObject(key string, opts *metav1.DeleteOptions, wo writeOpti
 	}
 	gcFinalizer := c.gcFinalizer(opts)
 	holder, _ := c.kind.StrategyOrDefault().(DeletionHolder)
-	pending := len(cur.GetFinalizers()) > 0 || gcFinalizer != "" || (holder != nil && holder.HoldsDeletion(cur))
+	// Graceful deletion (pods): the object stays for its grace period, until a delete with
+	// grace 0 (its node's, once it stopped it) removes it.
+	graceful, _ := c.kind.StrategyOrDefault().(registry.GracefulDeleter)
+	var grace int64
+	shorten := false
+	if graceful != nil {
+		grace = graceful.GracePeriod(cur, opts.GracePeriodSeconds)
+		if cur.GetDeletionTimestamp() != nil {
+			cg := cur.GetDeletionGracePeriodSeconds()
+			if cg != nil && *cg > 0 && (opts.GracePeriodSeconds == nil || grace >= *cg) && gcFinalizer == "" {
+				// Already being deleted, no sooner than asked: nothing changes.
+				out, err := c.fromStorage1(cur)
+				return out, false, err
+			}
+			shorten = cg != nil && grace < *cg
+		}
+	}
+	pending := len(cur.GetFinalizers()) > 0 || gcFinalizer != "" || (holder != nil && holder.HoldsDeletion(cur)) || grace > 0
 	if !pending {
 		if wo.dryRun {
 			out, err := c.fromStorage1(cur)
@@ -165,21 +184,29 @@ func (c *call) deleteObject(key string, opts *metav1.DeleteOptions, wo writeOpti
 		if err != nil {
 			return nil, false, statusError(err, c.gr, c.info.Name)
 		}
+		c.afterDelete(last)
 		out, err := c.fromStorage1(last)
 		return out, true, err
 	}
 	mark := func(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		if obj.GetDeletionTimestamp() == nil {
-			now := metav1.NewTime(c.h.now().UTC())
-			obj.SetDeletionTimestamp(&now)
-			zero := int64(0)
-			obj.SetDeletionGracePeriodSeconds(&zero)
-			if c.kind.Generation {
+			at := metav1.NewTime(c.h.now().UTC().Add(time.Duration(grace) * time.Second))
+			obj.SetDeletionTimestamp(&at)
+			g := grace
+			obj.SetDeletionGracePeriodSeconds(&g)
+			if c.kind.Generation || obj.GetGeneration() > 0 {
 				obj.SetGeneration(obj.GetGeneration() + 1)
 			}
 			if holder != nil {
 				holder.PrepareForDelete(obj)
 			}
+		} else if shorten {
+			// As upstream: the deadline moves by the difference of the grace periods.
+			old := obj.GetDeletionGracePeriodSeconds()
+			at := metav1.NewTime(obj.GetDeletionTimestamp().Add(time.Duration(grace-*old) * time.Second))
+			obj.SetDeletionTimestamp(&at)
+			g := grace
+			obj.SetDeletionGracePeriodSeconds(&g)
 		}
 		if gcFinalizer != "" {
 			fins := obj.GetFinalizers()

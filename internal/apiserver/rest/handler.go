@@ -18,9 +18,10 @@ import (
 	"kubeos.dev/kube/internal/watchcache"
 )
 
-// Caches gives the watch cache of a resource, starting it on first use.
+// Caches gives the watch cache of a resource, starting it on first use; indexed are the
+// fields it must index (the kind's IndexedFields).
 type Caches interface {
-	Get(prefix string, attrs storage.AttrFunc) *watchcache.Cache
+	Get(prefix string, attrs storage.AttrFunc, indexed ...string) *watchcache.Cache
 	// Packed reports whether the cache of prefix keeps its objects packed.
 	Packed(prefix string) bool
 }
@@ -166,6 +167,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	default:
+		if kind.FieldSubresources[info.Subresource] != nil {
+			break
+		}
 		WriteStatus(w, resourceNotFound())
 		return
 	}

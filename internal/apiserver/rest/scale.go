@@ -40,7 +40,9 @@ func (c *call) scaleOf(obj *unstructured.Unstructured) map[string]any {
 			status["replicas"] = v
 		}
 	}
-	if s.LabelSelectorPath != "" {
+	if s.Selector != nil {
+		status["selector"] = s.Selector(obj)
+	} else if s.LabelSelectorPath != "" {
 		if v, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, pathFields(s.LabelSelectorPath)...); ok {
 			if sel, ok := v.(string); ok {
 				status["selector"] = sel

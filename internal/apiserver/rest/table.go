@@ -9,6 +9,9 @@ import (
 // the object (PartialObjectMetadata unless includeObject says otherwise) with kind and
 // apiVersion set, which kubectl needs to print it.
 func (c *call) table(objs []*unstructured.Unstructured, lm metav1.ListMeta, _ bool) map[string]any {
+	if c.kind.TableRows != nil {
+		return c.tableFromRows(objs, lm)
+	}
 	columns := c.kind.TableColumns()
 	defs := make([]map[string]any, len(columns))
 	for i, col := range columns {
@@ -27,6 +30,33 @@ func (c *call) table(objs []*unstructured.Unstructured, lm metav1.ListMeta, _ bo
 			cells[i] = v
 		}
 		row := map[string]any{"cells": cells}
+		switch include {
+		case "None":
+		case "Object":
+			row["object"] = o.Object
+		default:
+			row["object"] = partial(o)
+		}
+		rows = append(rows, row)
+	}
+	return map[string]any{"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": lm, "columnDefinitions": defs, "rows": rows}
+}
+
+// tableFromRows is table for kinds that render their own rows (Kind.TableRows).
+func (c *call) tableFromRows(objs []*unstructured.Unstructured, lm metav1.ListMeta) map[string]any {
+	defs, cells, err := c.kind.TableRows(objs)
+	if err != nil || len(cells) != len(objs) {
+		// A stored object the printer cannot read still gets a row: its name.
+		defs = []metav1.TableColumnDefinition{{Name: "Name", Type: "string", Format: "name"}}
+		cells = make([][]any, len(objs))
+		for i, o := range objs {
+			cells[i] = []any{o.GetName()}
+		}
+	}
+	include := c.r.URL.Query().Get("includeObject")
+	rows := make([]map[string]any, 0, len(objs))
+	for i, o := range objs {
+		row := map[string]any{"cells": cells[i]}
 		switch include {
 		case "None":
 		case "Object":

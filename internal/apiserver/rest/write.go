@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -259,6 +260,18 @@ func (c *call) checkNamespace(obj *unstructured.Unstructured) error {
 
 func (c *call) validate(obj, old *unstructured.Unstructured) error {
 	st := c.kind.StrategyOrDefault()
+	if cs, ok := st.(registry.ContextStrategy); ok {
+		ctx := c.admissionContext()
+		if old == nil {
+			return cs.ValidateCreateContext(ctx, obj)
+		}
+		if old.GetDeletionTimestamp() != nil {
+			if errs := noNewFinalizers(obj, old); len(errs) > 0 {
+				return apierrors.NewInvalid(c.kind.GVK().GroupKind(), obj.GetName(), errs)
+			}
+		}
+		return cs.ValidateUpdateContext(ctx, obj, old, c.info.Subresource)
+	}
 	var errs field.ErrorList
 	if old == nil {
 		errs = st.Validate(obj)
@@ -322,7 +335,7 @@ func (c *call) create() {
 
 // createObject runs the create path for obj: metadata, strategy, validation, namespace
 // lifecycle, storage.
-func (c *call) createObject(obj *unstructured.Unstructured, o writeOptions) (*unstructured.Unstructured, int, error) {
+func (c *call) createObject(obj *unstructured.Unstructured, o writeOptions) (created *unstructured.Unstructured, code int, err error) {
 	if err := c.checkNamespace(obj); err != nil {
 		return nil, 0, err
 	}
@@ -336,6 +349,15 @@ func (c *call) createObject(obj *unstructured.Unstructured, o writeOptions) (*un
 	c.prepareCreate(obj)
 	if err := c.admit(admission.Create, obj, nil, o.dryRun); err != nil {
 		return nil, 0, err
+	}
+	if a := c.kind.Allocator; a != nil {
+		finish, err := a.BeginCreate(c.ctx, obj, o.dryRun)
+		if err != nil {
+			return nil, 0, err
+		}
+		stored := false
+		defer func() { finish(context.WithoutCancel(c.ctx), stored) }()
+		defer func() { stored = created != nil && !o.dryRun }()
 	}
 	if err := c.validate(obj, nil); err != nil {
 		return nil, 0, err
@@ -409,6 +431,23 @@ func (c *call) prepareUpdate(obj, old *unstructured.Unstructured) *unstructured.
 		if c.fieldManager() != nil {
 			// The status field manager recorded the writer's status fields.
 			next.SetManagedFields(obj.GetManagedFields())
+		}
+		obj = next
+	case c.kind.FieldSubresources[c.info.Subresource] != nil:
+		fs := c.kind.FieldSubresources[c.info.Subresource]
+		next := old.DeepCopy()
+		for _, path := range fs.Fields {
+			if v, ok, _ := unstructured.NestedFieldCopy(obj.Object, path...); ok {
+				_ = unstructured.SetNestedField(next.Object, v, path...)
+			} else {
+				unstructured.RemoveNestedField(next.Object, path...)
+			}
+		}
+		if c.fieldManager() != nil {
+			next.SetManagedFields(obj.GetManagedFields())
+		}
+		if fs.Prepare != nil {
+			fs.Prepare(next, old)
 		}
 		obj = next
 	case c.info.Subresource == "finalize":
@@ -528,7 +567,7 @@ func (c *call) update() {
 // updateObject is the read-modify-write of update and patch: next computes the proposed
 // state from the current one; the handler then enforces metadata, strategy and validation.
 // An object being deleted whose last finalizer goes is deleted.
-func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error)) (*unstructured.Unstructured, error) {
+func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error)) (_ *unstructured.Unstructured, retErr error) {
 	// cur arrives in the storage version; the request works in its own version.
 	fn := func(stored *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		cur, err := c.fromStorage1(stored)
@@ -557,6 +596,36 @@ func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next fun
 		}
 		return c.toStorage(obj)
 	}
+	if a := c.kind.Allocator; a != nil {
+		// Each attempt reserves anew; an attempt that is retried or fails releases what it
+		// reserved, the one stored releases what the old object held.
+		var pending func(context.Context, bool)
+		settle := func(stored bool) {
+			if pending != nil {
+				pending(context.WithoutCancel(c.ctx), stored)
+				pending = nil
+			}
+		}
+		inner := fn
+		fn = func(stored *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+			settle(false)
+			cur, err := c.fromStorage1(stored)
+			if err != nil {
+				return nil, err
+			}
+			out, err := inner(stored)
+			if err != nil {
+				return nil, err
+			}
+			finish, err := a.BeginUpdate(c.ctx, out, cur, o.dryRun)
+			if err != nil {
+				return nil, err
+			}
+			pending = finish
+			return out, nil
+		}
+		defer func() { settle(retErr == nil && !o.dryRun) }()
+	}
 	key := c.key()
 	if o.dryRun {
 		cur, err := c.h.store.Get(c.ctx, key)
@@ -580,8 +649,12 @@ func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next fun
 	}
 	c.hintCollector(updated)
 	if updated.GetDeletionTimestamp() != nil && !c.holdsDeletion(updated) {
-		if _, err := c.h.store.Delete(c.ctx, key, storage.DeleteOptions{Preconditions: &storage.Preconditions{UID: updated.GetUID(), ResourceVersion: updated.GetResourceVersion()}}); err != nil && !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrConflict) {
+		last, err := c.h.store.Delete(c.ctx, key, storage.DeleteOptions{Preconditions: &storage.Preconditions{UID: updated.GetUID(), ResourceVersion: updated.GetResourceVersion()}})
+		if err != nil && !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrConflict) {
 			return nil, statusError(err, c.gr, c.info.Name)
+		}
+		if err == nil {
+			c.afterDelete(last)
 		}
 	}
 	return c.fromStorage1(updated)
@@ -627,6 +700,13 @@ type DeletionHolder interface {
 	PrepareForDelete(obj *unstructured.Unstructured)
 	// HoldsDeletion reports whether the object must stay after its deletionTimestamp is set.
 	HoldsDeletion(obj *unstructured.Unstructured) bool
+}
+
+// afterDelete tells the kind's allocator that obj, as last stored, is gone.
+func (c *call) afterDelete(obj *unstructured.Unstructured) {
+	if a := c.kind.Allocator; a != nil && obj != nil {
+		a.AfterDelete(context.WithoutCancel(c.ctx), obj)
+	}
 }
 
 func toJSON(obj *unstructured.Unstructured) ([]byte, error) { return json.Marshal(obj.Object) }

@@ -1,0 +1,105 @@
+package workload
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+
+	// Every group this package serves, registered in legacyscheme with its internal types,
+	// conversions and defaults.
+	_ "k8s.io/kubernetes/pkg/apis/apps/install"
+	_ "k8s.io/kubernetes/pkg/apis/autoscaling/install"
+	_ "k8s.io/kubernetes/pkg/apis/batch/install"
+	_ "k8s.io/kubernetes/pkg/apis/certificates/install"
+	_ "k8s.io/kubernetes/pkg/apis/core/install"
+	_ "k8s.io/kubernetes/pkg/apis/discovery/install"
+	_ "k8s.io/kubernetes/pkg/apis/networking/install"
+	_ "k8s.io/kubernetes/pkg/apis/node/install"
+	_ "k8s.io/kubernetes/pkg/apis/policy/install"
+	_ "k8s.io/kubernetes/pkg/apis/resource/install"
+	_ "k8s.io/kubernetes/pkg/apis/scheduling/install"
+	_ "k8s.io/kubernetes/pkg/apis/storage/install"
+)
+
+// scheme is upstream's: internal and versioned types, conversions, defaulting functions.
+var scheme = legacyscheme.Scheme
+
+// external decodes an unstructured object into its versioned Go type (gvk's).
+func external(u map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	obj, err := scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// toInternal decodes an unstructured object of version gvk into upstream's internal type.
+func toInternal(u map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	ext, err := external(u, gvk)
+	if err != nil {
+		return nil, err
+	}
+	in, err := scheme.New(gvk.GroupKind().WithVersion(runtime.APIVersionInternal))
+	if err != nil {
+		return nil, err
+	}
+	if err := scheme.Convert(ext, in, nil); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// fromInternal encodes an internal object as an unstructured object of version gvk.
+func fromInternal(in runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
+	ext, err := scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := scheme.Convert(in, ext, nil); err != nil {
+		return nil, err
+	}
+	return toUnstructured(ext, gvk)
+}
+
+func toUnstructured(ext runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ext)
+	if err != nil {
+		return nil, err
+	}
+	m["apiVersion"], m["kind"] = gvk.GroupVersion().String(), gvk.Kind
+	return m, nil
+}
+
+// defaulted applies upstream's defaulting functions for gvk to u, as kube-apiserver's decoder
+// does to every object it reads from a request. An object that does not decode is returned
+// unchanged: validation reports why.
+func defaulted(u *unstructured.Unstructured, gvk schema.GroupVersionKind) {
+	ext, err := external(u.Object, gvk)
+	if err != nil {
+		return
+	}
+	scheme.Default(ext)
+	if m, err := toUnstructured(ext, gvk); err == nil {
+		u.Object = m
+	}
+}
+
+// convert turns an object stored in one version of a group kind into another version,
+// through the internal type, as kube-apiserver serves one stored object in several versions.
+func convert(u map[string]any, from, to schema.GroupVersionKind) (map[string]any, error) {
+	in, err := toInternal(u, from)
+	if err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", from, err)
+	}
+	return fromInternal(in, to)
+}
+
+func runtimeFromUnstructured(m map[string]any, into any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(m, into)
+}

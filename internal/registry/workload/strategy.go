@@ -1,0 +1,169 @@
+package workload
+
+import (
+	"context"
+	"reflect"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/warning"
+
+	"kubeos.dev/kube/internal/apiserver/request"
+	"kubeos.dev/kube/internal/registry"
+)
+
+// strategy adapts upstream's REST strategies of one kind (internal Go types) to the
+// registry's unstructured objects. Defaults apply when the request is read (PrepareFor*),
+// as kube-apiserver's decoder applies them; upstream's PrepareForCreate/Update, validation,
+// warnings and canonicalisation run together after mutating admission (ValidateCreateContext,
+// ValidateUpdateContext), through the same rest.BeforeCreate/BeforeUpdate that
+// kube-apiserver's generic store calls.
+type strategy struct {
+	gvk    schema.GroupVersionKind
+	goType reflect.Type
+	create rest.RESTCreateStrategy
+	update rest.RESTUpdateStrategy
+	// subresources are the update strategies of status and of the field subresources.
+	subresources map[string]rest.RESTUpdateStrategy
+	graceful     rest.RESTGracefulDeleteStrategy
+}
+
+var (
+	_ registry.ContextStrategy = (*strategy)(nil)
+	_ registry.GracefulDeleter = (*strategy)(nil)
+)
+
+func (s *strategy) PrepareForCreate(obj *unstructured.Unstructured)    { defaulted(obj, s.gvk) }
+func (s *strategy) PrepareForUpdate(obj, _ *unstructured.Unstructured) { defaulted(obj, s.gvk) }
+
+// Validate and ValidateUpdate serve callers without a request; the handler calls the
+// Context variants.
+func (s *strategy) Validate(obj *unstructured.Unstructured) field.ErrorList {
+	return causes(s.ValidateCreateContext(context.Background(), obj))
+}
+
+func (s *strategy) ValidateUpdate(obj, old *unstructured.Unstructured) field.ErrorList {
+	return causes(s.ValidateUpdateContext(context.Background(), obj, old, ""))
+}
+
+// ValidateCreateContext implements registry.ContextStrategy.
+func (s *strategy) ValidateCreateContext(ctx context.Context, obj *unstructured.Unstructured) error {
+	in, err := s.decode(obj)
+	if err != nil {
+		return err
+	}
+	if err := rest.BeforeCreate(s.create, upstreamContext(ctx, obj.GetNamespace()), in); err != nil {
+		return err
+	}
+	return s.encodeInto(obj, in)
+}
+
+// ValidateUpdateContext implements registry.ContextStrategy.
+func (s *strategy) ValidateUpdateContext(ctx context.Context, obj, old *unstructured.Unstructured, subresource string) error {
+	st := s.update
+	if subresource != "" {
+		var ok bool
+		if st, ok = s.subresources[subresource]; !ok {
+			return apierrors.NewNotFound(schema.GroupResource{Group: s.gvk.Group, Resource: subresource}, obj.GetName())
+		}
+	}
+	in, err := s.decode(obj)
+	if err != nil {
+		return err
+	}
+	oldIn, err := toInternal(old.Object, s.gvk)
+	if err != nil {
+		// The stored object is beyond repair: let a valid new one replace it.
+		return s.ValidateCreateContext(ctx, obj)
+	}
+	if err := rest.BeforeUpdate(st, upstreamContext(ctx, obj.GetNamespace()), in, oldIn); err != nil {
+		return err
+	}
+	return s.encodeInto(obj, in)
+}
+
+// GracePeriod implements registry.GracefulDeleter with the kind's CheckGracefulDelete.
+func (s *strategy) GracePeriod(obj *unstructured.Unstructured, requested *int64) int64 {
+	if s.graceful == nil {
+		return 0
+	}
+	in, err := toInternal(obj.Object, s.gvk)
+	if err != nil {
+		return 0
+	}
+	opts := &metav1.DeleteOptions{GracePeriodSeconds: requested}
+	if !s.graceful.CheckGracefulDelete(context.Background(), in, opts) || opts.GracePeriodSeconds == nil {
+		return 0
+	}
+	return *opts.GracePeriodSeconds
+}
+
+// decode turns a request object into the internal type; values of the wrong type are a 422
+// with a cause each, as kube-apiserver's decoder refuses them (with 400 there; the fields
+// are named here).
+func (s *strategy) decode(obj *unstructured.Unstructured) (runtime.Object, error) {
+	if errs := registry.CheckTypes(obj.Object, s.goType, nil); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(s.gvk.GroupKind(), obj.GetName(), errs)
+	}
+	in, err := toInternal(obj.Object, s.gvk)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(s.gvk.Kind + " in version \"" + s.gvk.Version + "\" cannot be handled as a " + s.gvk.Kind + ": " + err.Error())
+	}
+	return in, nil
+}
+
+func (s *strategy) encodeInto(obj *unstructured.Unstructured, in runtime.Object) error {
+	m, err := fromInternal(in, s.gvk)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	obj.Object = m
+	return nil
+}
+
+// causes turns a validation error back into field errors.
+func causes(err error) field.ErrorList {
+	if err == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if se, ok := err.(apierrors.APIStatus); ok && se.Status().Details != nil {
+		for _, c := range se.Status().Details.Causes {
+			errs = append(errs, &field.Error{Type: field.ErrorType(c.Type), Field: c.Field, Detail: c.Message})
+		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, field.InternalError(nil, err))
+	}
+	return errs
+}
+
+// upstreamContext is the request context as upstream's strategies read it: the user, the
+// request info, the namespace and a sink for warnings (Warning headers).
+func upstreamContext(ctx context.Context, namespace string) context.Context {
+	uctx := genericapirequest.WithNamespace(ctx, namespace)
+	if u, ok := request.UserFrom(ctx); ok && u != nil {
+		uctx = genericapirequest.WithUser(uctx, &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra})
+	}
+	if info, ok := request.InfoFrom(ctx); ok && info != nil {
+		uctx = genericapirequest.WithRequestInfo(uctx, &genericapirequest.RequestInfo{
+			IsResourceRequest: info.IsResourceRequest, Path: info.Path, Verb: info.Verb,
+			APIPrefix: info.APIPrefix, APIGroup: info.APIGroup, APIVersion: info.APIVersion,
+			Namespace: info.Namespace, Resource: info.Resource, Subresource: info.Subresource,
+			Name: info.Name, Parts: info.Parts,
+		})
+	}
+	return warning.WithWarningRecorder(uctx, warner{ctx})
+}
+
+// warner passes upstream's warnings on to the response.
+type warner struct{ ctx context.Context }
+
+func (w warner) AddWarning(_, text string) { request.AddWarning(w.ctx, text) }
