@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,12 +17,14 @@ import (
 )
 
 // entry is one object in the tree: decoded (obj), or packed in a packed cache (see pack.go).
-// Entries are never changed once in a tree.
+// vals are its values of the indexed fields (index.go). Entries are never changed once in a
+// tree.
 type entry struct {
 	key    string
 	obj    *unstructured.Unstructured
 	packed []byte
 	rev    int64
+	vals   []string
 }
 
 func lessEntry(a, b *entry) bool { return a.key < b.key }
@@ -54,10 +57,17 @@ type Cache struct {
 	loaded  bool // the first list is in
 	stopped bool
 
-	snaps     map[int64]*tree
-	snapOrder []int64
+	snaps     map[snapKey]*tree
+	snapOrder []snapKey
 
-	// Watchers, by the prefix they watch: the whole resource, one namespace, or other.
+	// Indexes (index.go), in the order of entry.vals; fields mirrors their names for reads
+	// without the lock. Indexes are only ever appended.
+	indexes  []*index
+	fields   atomic.Pointer[[]string]
+	freelist *btree.FreeListG[*entry]
+
+	// Watchers, by the value of an indexed field their selector requires, else by the prefix
+	// they watch: the whole resource, one namespace, or other.
 	all    watcherList
 	byNS   map[string]*watcherList
 	others watcherList
@@ -77,16 +87,26 @@ func New(o Options) *Cache {
 	if err := o.validate(); err != nil {
 		panic(err)
 	}
-	return &Cache{
-		o:      o,
-		prefix: o.Prefix,
-		ready:  make(chan struct{}),
-		done:   make(chan struct{}),
-		tree:   newTree(),
-		ring:   newRing(o.EventBufferSize, 0),
-		snaps:  map[int64]*tree{},
-		byNS:   map[string]*watcherList{},
+	c := &Cache{
+		o:        o,
+		prefix:   o.Prefix,
+		ready:    make(chan struct{}),
+		done:     make(chan struct{}),
+		tree:     newTree(),
+		ring:     newRing(o.EventBufferSize, 0),
+		snaps:    map[snapKey]*tree{},
+		byNS:     map[string]*watcherList{},
+		freelist: btree.NewFreeListG[*entry](btree.DefaultFreeListSize),
 	}
+	var names []string
+	for _, f := range o.IndexFields {
+		if f != "" && !slices.Contains(names, f) {
+			names = append(names, f)
+			c.indexes = append(c.indexes, newIndex(f))
+		}
+	}
+	c.fields.Store(&names)
+	return c
 }
 
 // Prefix is the resource prefix the cache holds.
@@ -193,6 +213,7 @@ func (c *Cache) run(ctx context.Context, tick <-chan time.Time) error {
 func (c *Cache) relist(ctx context.Context) (int64, error) {
 	t := newTree()
 	var rev int64
+	fields := c.indexFields()
 	opts := storage.ListOptions{Limit: relistPageSize}
 	for {
 		res, err := c.o.Store.List(ctx, c.prefix, opts)
@@ -202,12 +223,29 @@ func (c *Cache) relist(ctx context.Context) (int64, error) {
 		rev = res.Revision
 		for _, obj := range res.Items {
 			r, _ := storage.Revision(obj)
-			t.ReplaceOrInsert(c.newEntry(keyOf(c.prefix, obj), obj, r))
+			t.ReplaceOrInsert(c.newEntry(keyOf(c.prefix, obj), obj, r, fields))
 		}
 		if res.Continue == "" {
 			break
 		}
 		opts.Continue = res.Continue
+	}
+	built := make([]map[string]*tree, len(fields))
+	for i := range built {
+		built[i] = map[string]*tree{}
+	}
+	if len(fields) > 0 {
+		t.Ascend(func(e *entry) bool {
+			for i, v := range e.vals {
+				it := built[i][v]
+				if it == nil {
+					it = c.newIndexTree()
+					built[i][v] = it
+				}
+				it.ReplaceOrInsert(e)
+			}
+			return true
+		})
 	}
 
 	c.mu.Lock()
@@ -231,6 +269,13 @@ func (c *Cache) relist(ctx context.Context) (int64, error) {
 	}
 	lost := &storage.Error{Kind: storage.ErrCompacted, Key: c.prefix, Requested: c.rev, Current: rev}
 	c.tree = t
+	if len(fields) == len(c.indexes) {
+		for i, ix := range c.indexes {
+			ix.entries = built[i]
+		}
+	} else {
+		c.reindexLocked() // an index was added while the cache listed
+	}
 	c.setRevLocked(rev)
 	c.mu.Unlock()
 	for _, w := range dead {
@@ -277,14 +322,29 @@ func (c *Cache) apply(sev storage.Event) {
 	ev := &Event{Event: sev}
 	var cur *entry
 	if sev.Type == storage.Added || sev.Type == storage.Modified {
-		cur = c.newEntry(sev.Key, sev.Object, sev.Revision) // packs outside the lock
+		cur = c.newEntry(sev.Key, sev.Object, sev.Revision, c.indexFields()) // packs outside the lock
 	}
 	c.mu.Lock()
 	old, _ := c.tree.Get(&entry{key: sev.Key})
 	if cur != nil {
+		cur, _ = c.valuesLocked(cur, sev.Object)
 		c.tree.ReplaceOrInsert(cur)
 	} else if sev.Type == storage.Deleted {
 		c.tree.Delete(&entry{key: sev.Key})
+	}
+	if len(c.indexes) > 0 && (cur != nil || sev.Type == storage.Deleted) {
+		c.indexUpdateLocked(old, cur)
+	}
+	var curVals, prevVals []string
+	if cur != nil {
+		curVals = cur.vals
+	}
+	if sev.PrevObject != nil && len(c.indexes) > 0 {
+		if old != nil && revOf(sev.PrevObject) == old.rev {
+			prevVals = old.vals
+		} else {
+			prevVals = indexValues(c.o.Attrs, c.indexFields(), sev.PrevObject)
+		}
 	}
 	if old != nil && sev.PrevObject != nil && old.obj != nil && revOf(sev.PrevObject) == old.rev {
 		// The ring keeps the tree's copy of the previous state rather than storage's.
@@ -292,14 +352,14 @@ func (c *Cache) apply(sev storage.Event) {
 	}
 	if c.o.Pack {
 		if old == nil && sev.PrevObject != nil {
-			old = c.newEntry(sev.Key, sev.PrevObject, revOf(sev.PrevObject))
+			old = c.newEntry(sev.Key, sev.PrevObject, revOf(sev.PrevObject), nil)
 		}
 		c.ring.push(entryEvent(sev.Type, sev.Key, sev.Revision, cur, old))
 	} else {
 		c.ring.push(ev)
 	}
 	c.setRevNoPublishLocked(sev.Revision)
-	targets := c.targetsLocked(sev.Key, c.targets[:0])
+	targets := c.targetsLocked(sev.Key, curVals, prevVals, c.targets[:0])
 	c.mu.Unlock()
 
 	ch := newChange(ev, c.o.Attrs)
@@ -478,15 +538,29 @@ func (c *Cache) isNSPrefix(prefix string) bool {
 	return len(rest) > 1 && strings.IndexByte(rest, '/') == len(rest)-1
 }
 
-func (c *Cache) listFor(prefix string, create bool) *watcherList {
-	switch {
-	case prefix == c.prefix:
-		return &c.all
-	case c.isNSPrefix(prefix):
-		l := c.byNS[prefix]
-		if l == nil && create {
+// listForLocked returns the list a new watcher belongs in, creating it, and records where
+// it is: the list of the value of the first indexed field its selector requires, else the
+// list of the prefix it watches.
+func (c *Cache) listForLocked(w *Watcher) *watcherList {
+	w.ix = -1
+	if i, v, ok := exactIndex(c.indexFields(), w.pred); ok {
+		ix := c.indexes[i]
+		l := ix.watchers[v]
+		if l == nil {
 			l = &watcherList{}
-			c.byNS[prefix] = l
+			ix.watchers[v] = l
+		}
+		w.ix, w.ixVal = i, v
+		return l
+	}
+	switch {
+	case w.prefix == c.prefix:
+		return &c.all
+	case c.isNSPrefix(w.prefix):
+		l := c.byNS[w.prefix]
+		if l == nil {
+			l = &watcherList{}
+			c.byNS[w.prefix] = l
 		}
 		return l
 	}
@@ -494,7 +568,8 @@ func (c *Cache) listFor(prefix string, create bool) *watcherList {
 }
 
 func (c *Cache) addWatcherLocked(w *Watcher) {
-	l := c.listFor(w.prefix, true)
+	l := c.listForLocked(w)
+	w.list = l
 	w.idx = len(l.ws)
 	l.ws = append(l.ws, w)
 	w.registered = true
@@ -505,26 +580,51 @@ func (c *Cache) removeWatcherLocked(w *Watcher) {
 		return
 	}
 	w.registered = false
-	l := c.listFor(w.prefix, false)
+	l := w.list
 	last := l.ws[len(l.ws)-1]
 	l.ws[w.idx] = last
 	last.idx = w.idx
 	l.ws[len(l.ws)-1] = nil
 	l.ws = l.ws[:len(l.ws)-1]
-	if len(l.ws) == 0 && l != &c.all && l != &c.others {
+	w.list = nil
+	if len(l.ws) > 0 {
+		return
+	}
+	switch {
+	case w.ix >= 0:
+		delete(c.indexes[w.ix].watchers, w.ixVal)
+	case l != &c.all && l != &c.others:
 		delete(c.byNS, w.prefix)
 	}
 }
 
-// targetsLocked appends the watchers that may be interested in key.
-func (c *Cache) targetsLocked(key string, out []*Watcher) []*Watcher {
+// targetsLocked appends the watchers that may be interested in a change of key whose new
+// and previous states have the indexed values cur and prev (nil: no such state). Each
+// watcher is in one list, so none is appended twice.
+func (c *Cache) targetsLocked(key string, cur, prev []string, out []*Watcher) []*Watcher {
 	out = append(out, c.all.ws...)
 	if ns := c.nsPrefix(key); ns != "" {
 		if l := c.byNS[ns]; l != nil {
 			out = append(out, l.ws...)
 		}
 	}
-	return append(out, c.others.ws...)
+	out = append(out, c.others.ws...)
+	for i, ix := range c.indexes {
+		if len(ix.watchers) == 0 {
+			continue
+		}
+		if i < len(cur) {
+			if l := ix.watchers[cur[i]]; l != nil {
+				out = append(out, l.ws...)
+			}
+		}
+		if i < len(prev) && (i >= len(cur) || prev[i] != cur[i]) {
+			if l := ix.watchers[prev[i]]; l != nil {
+				out = append(out, l.ws...)
+			}
+		}
+	}
+	return out
 }
 
 func (c *Cache) allWatchersLocked(out []*Watcher) []*Watcher {
@@ -532,7 +632,13 @@ func (c *Cache) allWatchersLocked(out []*Watcher) []*Watcher {
 	for _, l := range c.byNS {
 		out = append(out, l.ws...)
 	}
-	return append(out, c.others.ws...)
+	out = append(out, c.others.ws...)
+	for _, ix := range c.indexes {
+		for _, l := range ix.watchers {
+			out = append(out, l.ws...)
+		}
+	}
+	return out
 }
 
 // watcherCount is the number of registered watchers.
@@ -542,6 +648,11 @@ func (c *Cache) watcherCount() int {
 	n := len(c.all.ws) + len(c.others.ws)
 	for _, l := range c.byNS {
 		n += len(l.ws)
+	}
+	for _, ix := range c.indexes {
+		for _, l := range ix.watchers {
+			n += len(l.ws)
+		}
 	}
 	return n
 }

@@ -46,13 +46,22 @@ func (c *Cache) List(ctx context.Context, prefix string, o ListOptions) (*storag
 		o.Predicate.Attrs = c.o.Attrs
 	}
 	var snap *tree
-	var rev int64
+	var sk snapKey
 	start := prefix
 	if o.Continue != "" {
-		if start, rev, err = storage.DecodeContinue(o.Continue, prefix); err != nil {
+		if start, sk.rev, err = storage.DecodeContinue(o.Continue, prefix); err != nil {
 			return nil, err
 		}
-		if snap = c.snapshot(rev); snap == nil {
+		if i, v, ok := exactIndex(c.indexFields(), o.Predicate); ok {
+			sk.field, sk.value = c.indexFields()[i], v
+			snap = c.snapshot(sk)
+		}
+		if snap == nil {
+			// The whole tree at that revision serves any predicate.
+			sk.field, sk.value = "", ""
+			snap = c.snapshot(sk)
+		}
+		if snap == nil {
 			return c.o.Store.List(ctx, prefix, storage.ListOptions{Limit: o.Limit, Continue: o.Continue, Predicate: o.Predicate})
 		}
 	} else {
@@ -70,16 +79,22 @@ func (c *Cache) List(ctx context.Context, prefix string, o ListOptions) (*storag
 			return nil, err
 		}
 		c.mu.Lock()
-		snap, rev = c.tree.Clone(), c.rev
+		var ok bool
+		if snap, sk, ok = c.indexedSnapshotLocked(o.Predicate); !ok {
+			snap = c.tree.Clone()
+		}
+		sk.rev = c.rev
 		c.mu.Unlock()
 	}
-	return c.listSnapshot(snap, rev, prefix, start, o)
+	return c.listSnapshot(snap, sk, prefix, start, o)
 }
 
-// listSnapshot reads one page of snap from start.
-func (c *Cache) listSnapshot(snap *tree, rev int64, prefix, start string, o ListOptions) (*storage.ListResult, error) {
+// listSnapshot reads one page of snap (the snapshot sk names) from start.
+func (c *Cache) listSnapshot(snap *tree, sk snapKey, prefix, start string, o ListOptions) (*storage.ListResult, error) {
+	rev := sk.rev
 	res := &storage.ListResult{Revision: rev}
-	if prefix == c.prefix && o.Predicate.Empty() {
+	if (prefix == c.prefix && o.Predicate.Empty()) || sk.field != "" {
+		// Every item, or (one value's index tree) at most every item, is in the list.
 		n := int64(snap.Len())
 		if o.Limit > 0 && o.Limit < n {
 			n = o.Limit
@@ -115,7 +130,7 @@ func (c *Cache) listSnapshot(snap *tree, rev int64, prefix, start string, o List
 	}
 	next := last + "\x00"
 	res.Continue = storage.EncodeContinue(rev, next, prefix)
-	c.keepSnapshot(rev, snap)
+	c.keepSnapshot(sk, snap)
 	if o.Predicate.Empty() {
 		var n int64
 		snap.AscendGreaterOrEqual(&entry{key: next}, func(e *entry) bool {
@@ -154,24 +169,24 @@ func (c *Cache) Get(ctx context.Context, key string, minRevision int64) (*unstru
 	return e.object()
 }
 
-func (c *Cache) snapshot(rev int64) *tree {
+func (c *Cache) snapshot(sk snapKey) *tree {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.snaps[rev]
+	return c.snaps[sk]
 }
 
-// keepSnapshot remembers snap for the continue tokens of revision rev; the oldest of
-// maxSnapshots goes.
-func (c *Cache) keepSnapshot(rev int64, snap *tree) {
+// keepSnapshot remembers snap for the continue tokens of the snapshot sk names; the oldest
+// of maxSnapshots goes.
+func (c *Cache) keepSnapshot(sk snapKey, snap *tree) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.snaps[rev]; ok {
+	if _, ok := c.snaps[sk]; ok {
 		return
 	}
 	if len(c.snapOrder) == maxSnapshots {
 		delete(c.snaps, c.snapOrder[0])
 		c.snapOrder = append(c.snapOrder[:0], c.snapOrder[1:]...)
 	}
-	c.snaps[rev] = snap
-	c.snapOrder = append(c.snapOrder, rev)
+	c.snaps[sk] = snap
+	c.snapOrder = append(c.snapOrder, sk)
 }

@@ -31,6 +31,13 @@ type Options struct {
 	Prefix string
 	// Attrs extracts the fields selectors may name. Default storage.DefaultAttrs.
 	Attrs storage.AttrFunc
+	// IndexFields are selectable fields (names Attrs returns, e.g. "spec.nodeName" for pods)
+	// the cache indexes: a list or watch whose field selector requires one of them to equal
+	// one value reads only the objects with that value, and a change is offered only to the
+	// watchers of its old and new values (plus the watchers without such a selector). Every
+	// predicate given to the cache must then extract the indexed fields as Attrs does. In
+	// the defaults of a Set, the fields every cache indexes. Default: none.
+	IndexFields []string
 	// Pack keeps the objects as deflated JSON and decodes them on every read (List, Get,
 	// initial events, resumed watches): about a tenth of the memory, for resources whose
 	// objects are large and read rarely, such as CustomResourceDefinitions. Live events are

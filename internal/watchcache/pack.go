@@ -48,13 +48,16 @@ func unpack(data []byte) (*unstructured.Unstructured, error) {
 
 // newEntry makes the tree entry of obj: packed in a packed cache. An object that does not
 // encode (not possible for one storage decoded) is kept decoded.
-func (c *Cache) newEntry(key string, obj *unstructured.Unstructured, rev int64) *entry {
+// The entry carries obj's values of fields, the indexed ones when the caller looked (it
+// checks again under the cache's lock, in case an index was added meanwhile).
+func (c *Cache) newEntry(key string, obj *unstructured.Unstructured, rev int64, fields []string) *entry {
+	vals := indexValues(c.o.Attrs, fields, obj)
 	if c.o.Pack {
 		if b, err := pack(obj); err == nil {
-			return &entry{key: key, rev: rev, packed: b}
+			return &entry{key: key, rev: rev, packed: b, vals: vals}
 		}
 	}
-	return &entry{key: key, rev: rev, obj: obj}
+	return &entry{key: key, rev: rev, obj: obj, vals: vals}
 }
 
 // object returns the entry's object, decoding a packed one (a new copy on every call).

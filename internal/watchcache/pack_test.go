@@ -24,6 +24,10 @@ func TestPacked(t *testing.T) {
 		{"WatchInitialEvents", TestWatchInitialEvents},
 		{"WatchInitialEventsNotOlderThan", TestWatchInitialEventsNotOlderThan},
 		{"RelistAfterCompaction", TestRelistAfterCompaction},
+		{"IndexedListAndWatch", TestIndexedListAndWatch},
+		{"IndexedPagingAndInitialEvents", TestIndexedPagingAndInitialEvents},
+		{"IndexAddedToRunningCache", TestIndexAddedToRunningCache},
+		{"IndexAfterRelist", TestIndexAfterRelist},
 		{"PackedReadsAreCopies", testPackedReadsAreCopies},
 	} {
 		t.Run(tc.name, tc.run)

@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 
@@ -31,18 +32,25 @@ func NewSet(ctx context.Context, defaults Options) *Set {
 }
 
 // Get returns the cache of prefix, creating and starting it on the first call. attrs (nil:
-// storage.DefaultAttrs) is used only then.
-func (s *Set) Get(prefix string, attrs storage.AttrFunc) *Cache {
+// storage.DefaultAttrs) is used only then. indexed are the fields the cache must index
+// (Options.IndexFields, beside the defaults'): a cache started without one of them builds
+// its index at once, so callers that pass no fields (a get by name) may come first.
+func (s *Set) Get(prefix string, attrs storage.AttrFunc, indexed ...string) *Cache {
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if e, ok := s.caches[prefix]; ok {
-		return e.c // every request's path: nothing allocated
+		s.mu.Unlock()
+		e.c.ensureIndexes(indexed) // every request's path: nothing allocated
+		return e.c
 	}
+	defer s.mu.Unlock()
 	o := s.defaults
 	o.Prefix, o.Attrs = prefix, attrs
+	if len(indexed) > 0 {
+		o.IndexFields = append(slices.Clone(o.IndexFields), indexed...)
+	}
 	o.complete()
 	if o.PackPrefix != nil && o.PackPrefix(o.Prefix) {
 		o.Pack = true

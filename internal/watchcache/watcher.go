@@ -56,8 +56,11 @@ type Watcher struct {
 	stopOnce sync.Once
 	ctxStop  func() bool
 
-	// guarded by c.mu
+	// guarded by c.mu: where the watcher is registered (cache.go's watcher lists)
+	list       *watcherList
 	idx        int
+	ix         int // the index whose list holds it, -1 for a prefix list
+	ixVal      string
 	registered bool
 }
 
@@ -102,7 +105,11 @@ func (c *Cache) Watch(ctx context.Context, prefix string, o WatchOptions) (*Watc
 	}
 	switch {
 	case o.SendInitialEvents:
-		snap, rev := c.tree.Clone(), c.rev
+		snap, _, ok := c.indexedSnapshotLocked(o.Predicate)
+		if !ok {
+			snap = c.tree.Clone()
+		}
+		rev := c.rev
 		initial = func(send func(*Event) bool) bool {
 			ok := true
 			snap.AscendGreaterOrEqual(&entry{key: prefix}, func(e *entry) bool {

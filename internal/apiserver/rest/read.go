@@ -35,7 +35,7 @@ func (c *call) get() {
 			c.fail(apierrors.NewBadRequest("invalid resourceVersion: " + rv))
 			return
 		}
-		obj, err = c.h.caches.Get(c.kind.Prefix(), c.kind.AttrFunc()).Get(c.ctx, c.key(), min)
+		obj, err = c.cache().Get(c.ctx, c.key(), min)
 	} else {
 		obj, err = c.h.store.Get(c.ctx, c.key())
 	}
@@ -220,8 +220,7 @@ func (c *call) readList(p *listParams) (*storage.ListResult, error) {
 	case p.rv == "" && p.limit > 0:
 		return c.h.store.List(c.ctx, prefix, storage.ListOptions{Limit: p.limit, Predicate: p.pred})
 	}
-	cache := c.h.caches.Get(c.kind.Prefix(), c.kind.AttrFunc())
-	return cache.List(c.ctx, prefix, watchcache.ListOptions{Revision: rev, Consistent: p.rv == "", Predicate: p.pred})
+	return c.cache().List(c.ctx, prefix, watchcache.ListOptions{Revision: rev, Consistent: p.rv == "", Predicate: p.pred})
 }
 
 // writeList streams a list without building one big value: the items are encoded one by one.

@@ -67,8 +67,7 @@ func (c *call) watch() {
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.watchTimeout(p))
 	defer cancel()
-	cache := c.h.caches.Get(c.kind.Prefix(), c.kind.AttrFunc())
-	wt, err := cache.Watch(ctx, c.listPrefix(), o)
+	wt, err := c.cache().Watch(ctx, c.listPrefix(), o)
 	if err != nil {
 		c.fail(err)
 		return
