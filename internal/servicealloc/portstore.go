@@ -43,7 +43,7 @@ type rangeStore struct {
 }
 
 var (
-	_ allocator.Interface            = (*rangeStore)(nil)
+	_ allocator.Interface           = (*rangeStore)(nil)
 	_ rangeallocation.RangeRegistry = (*rangeStore)(nil)
 )
 

@@ -46,11 +46,13 @@ func (refusedStorage) GetList(context.Context, string, storage.ListOptions, runt
 func (refusedStorage) GuaranteedUpdate(context.Context, string, runtime.Object, bool, *storage.Preconditions, storage.UpdateFunc, runtime.Object) error {
 	return errNoStorage
 }
-func (refusedStorage) Stats(context.Context) (storage.Stats, error) { return storage.Stats{}, errNoStorage }
-func (refusedStorage) ReadinessCheck() error                        { return nil }
-func (refusedStorage) RequestWatchProgress(context.Context) error   { return errNoStorage }
+func (refusedStorage) Stats(context.Context) (storage.Stats, error) {
+	return storage.Stats{}, errNoStorage
+}
+func (refusedStorage) ReadinessCheck() error                      { return nil }
+func (refusedStorage) RequestWatchProgress(context.Context) error { return errNoStorage }
 func (refusedStorage) GetCurrentResourceVersion(context.Context) (uint64, error) {
 	return 0, errNoStorage
 }
 func (refusedStorage) EnableResourceSizeEstimation(storage.KeysFunc) error { return nil }
-func (refusedStorage) CompactRevision() int64                             { return 0 }
+func (refusedStorage) CompactRevision() int64                              { return 0 }
