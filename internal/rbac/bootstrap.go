@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac/bootstrappolicy"
 
 	"kubeos.dev/kube/internal/apiserver/filters"
 )
@@ -60,7 +61,7 @@ func clusterRole(name string, labels map[string]string, agg string, rules ...rba
 // self-review roles every authenticated user holds.
 func BootstrapClusterRoles() []*rbacv1.ClusterRole {
 	const core, apps, autoscaling, batch, extensions, policy, networking, discovery, coordination = "", "apps", "autoscaling", "batch", "extensions", "policy", "networking.k8s.io", "discovery.k8s.io", "coordination.k8s.io"
-	return []*rbacv1.ClusterRole{
+	return append([]*rbacv1.ClusterRole{
 		clusterRole("cluster-admin", nil, "",
 			rule([]string{"*"}, "*", "*"),
 			urls([]string{"*"}, "*")),
@@ -111,8 +112,56 @@ func BootstrapClusterRoles() []*rbacv1.ClusterRole {
 			urls([]string{"get"}, "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/")),
 		clusterRole("system:public-info-viewer", nil, "",
 			urls([]string{"get"}, "/healthz", "/livez", "/readyz", "/version", "/version/")),
+	}, nodeClusterRoles()...)
+}
+
+// --- nodes and node certificates (issue 13 item 7 and CSR signing) ---
+
+// nodeRoleNames are upstream's bootstrap ClusterRoles for nodes and their certificates,
+// taken as kube-apiserver creates them (bootstrappolicy.ClusterRoles): system:node (not
+// bound: nodes are authorized by the Node authorizer, internal/nodeauth), the
+// node-bootstrapper role (create and watch CSRs), the nodeclient and selfnodeclient roles
+// the CSR approver checks (internal/controllers/certificates), and the approver roles of
+// the kubernetes.io signers.
+var nodeRoleNames = map[string]bool{
+	"system:node":              true,
+	"system:node-bootstrapper": true,
+	"system:certificates.k8s.io:certificatesigningrequests:nodeclient":     true,
+	"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient": true,
+	"system:certificates.k8s.io:kubelet-serving-approver":                  true,
+	"system:certificates.k8s.io:kube-apiserver-client-approver":            true,
+	"system:certificates.k8s.io:kube-apiserver-client-kubelet-approver":    true,
+}
+
+func nodeClusterRoles() []*rbacv1.ClusterRole {
+	var out []*rbacv1.ClusterRole
+	for _, r := range bootstrappolicy.ClusterRoles() {
+		if nodeRoleNames[r.Name] {
+			out = append(out, r.DeepCopy())
+		}
+	}
+	return out
+}
+
+// NodeBootstrapperGroup is the group of bootstrap tokens (upstream's
+// system:bootstrappers), the identity a node agent holds before it has a certificate.
+const NodeBootstrapperGroup = "system:bootstrappers"
+
+// nodeClusterRoleBindings: upstream's system:node binding without subjects (kube-apiserver
+// keeps it empty since the Node authorizer), and the bindings an installer adds so that
+// nodes bootstrap themselves, as kubeadm's kubelet-bootstrap and node-autoapprove-*
+// bindings: bootstrappers may create CSRs and have node client CSRs approved, nodes have
+// the renewals of their own client certificates approved.
+func nodeClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
+	return []*rbacv1.ClusterRoleBinding{
+		clusterBinding("system:node", "system:node"),
+		clusterBinding("kube:node-bootstrapper", "system:node-bootstrapper", NodeBootstrapperGroup),
+		clusterBinding("kube:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", NodeBootstrapperGroup),
+		clusterBinding("kube:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
 	}
 }
+
+// --- end nodes and node certificates ---
 
 func clusterBinding(name, role string, groups ...string) *rbacv1.ClusterRoleBinding {
 	b := &rbacv1.ClusterRoleBinding{
@@ -130,13 +179,13 @@ func clusterBinding(name, role string, groups ...string) *rbacv1.ClusterRoleBind
 // the discovery and self-review roles to every authenticated user, and cluster-admin to
 // Kube's controllers (ControllersGroup).
 func BootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
-	return []*rbacv1.ClusterRoleBinding{
+	return append([]*rbacv1.ClusterRoleBinding{
 		clusterBinding("cluster-admin", "cluster-admin", filters.MastersGroup),
 		clusterBinding("system:basic-user", "system:basic-user", "system:authenticated"),
 		clusterBinding("system:discovery", "system:discovery", "system:authenticated"),
 		clusterBinding("system:public-info-viewer", "system:public-info-viewer", "system:authenticated", "system:unauthenticated"),
 		clusterBinding("system:kube-controllers", "cluster-admin", ControllersGroup),
-	}
+	}, nodeClusterRoleBindings()...)
 }
 
 // EnsureBootstrapPolicy creates the bootstrap ClusterRoles and ClusterRoleBindings that do
