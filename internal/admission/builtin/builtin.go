@@ -218,7 +218,9 @@ func (s servedResources) ResourceEnabled(gvr schema.GroupVersionResource) bool {
 
 func (s servedResources) AnyResourceForGroupEnabled(string) bool { return true }
 
-func (s servedResources) ResourceExplicitlyEnabled(gvr schema.GroupVersionResource) bool { return s(gvr) }
+func (s servedResources) ResourceExplicitlyEnabled(gvr schema.GroupVersionResource) bool {
+	return s(gvr)
+}
 
 func (s servedResources) VersionExplicitlyEnabled(schema.GroupVersion) bool { return true }
 
@@ -255,11 +257,8 @@ func (b *Builtin) Validate(ctx context.Context, a *admission.Attributes) error {
 }
 
 // Quota is ResourceQuota, a validating plugin that upstream runs last, after the
-// validating webhooks; nil when it is left out.
+// validating webhooks (it admits everything when left out).
 func (b *Builtin) Quota() admission.Validator {
-	if b.quota == nil {
-		return nil
-	}
 	return quotaPlugin{b.quota}
 }
 
