@@ -12,6 +12,7 @@ import (
 	"kubeos.dev/kube/internal/controllers/garbagecollector"
 	"kubeos.dev/kube/internal/controllers/leader"
 	"kubeos.dev/kube/internal/controllers/namespace"
+	"kubeos.dev/kube/internal/controllers/serviceaccount"
 	"kubeos.dev/kube/internal/rbac"
 )
 
@@ -42,6 +43,10 @@ var electedControllers = []electedController{
 	}},
 	{name: garbagecollector.Name, new: func(s *Server, cfg *rest.Config, log *slog.Logger) (starter, error) {
 		return garbagecollector.New(cfg, garbagecollector.Options{Log: log, Hints: s.gcHints})
+	}},
+	// The default ServiceAccount of every namespace (upstream's serviceaccount-controller).
+	{name: serviceaccount.Name, new: func(_ *Server, cfg *rest.Config, log *slog.Logger) (starter, error) {
+		return serviceaccount.New(cfg, log)
 	}},
 	// The lifecycle engine with the built-in kubeos.dev kinds (lifecycle.go).
 	{name: "lifecycle", new: func(s *Server, _ *rest.Config, log *slog.Logger) (starter, error) {

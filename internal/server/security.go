@@ -10,6 +10,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
 	"kubeos.dev/kube/internal/admission"
+	"kubeos.dev/kube/internal/admission/builtin"
 	"kubeos.dev/kube/internal/apiserver/request"
 	"kubeos.dev/kube/internal/audit"
 	"kubeos.dev/kube/internal/encryption"
@@ -64,11 +65,14 @@ type security struct {
 	admission *admission.Chain
 	audit     *audit.Log
 	source    *admission.InformerSource
+	// builtin is kube-apiserver's default admission plugins (internal/admission/builtin).
+	builtin *builtin.Builtin
 }
 
-// newSecurity builds the admission chain (mutating webhooks; validating admission policies,
-// then validating webhooks) and the audit log. NamespaceLifecycle stays in the REST handler,
-// which reads namespaces from its watch cache and etcd.
+// newSecurity builds the admission chain (the built-in plugins, then mutating webhooks;
+// the built-in plugins, validating admission policies, validating webhooks, then
+// ResourceQuota) and the audit log. The REST handler checks NamespaceLifecycle once more
+// before it stores, from its watch cache and etcd.
 func (s *Server) newSecurity() (*security, error) {
 	o := s.opts
 	sec := &security{}
@@ -102,15 +106,24 @@ func (s *Server) newSecurity() (*security, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Built-in plugins first, as kube-apiserver orders them; ResourceQuota last, after the
+	// validating webhooks (internal/admission/builtin).
+	served := func(gvr schema.GroupVersionResource) bool { _, ok := s.Registry.Lookup(gvr); return ok }
+	if sec.builtin, err = builtin.New(builtin.Options{Config: cfg, Served: served, Log: s.opts.Log.With("component", "admission")}); err != nil {
+		return nil, err
+	}
 	sec.admission = &admission.Chain{
-		Mutating:   []admission.Mutator{webhooks},
-		Validating: []admission.Validator{policies, webhooks},
+		Mutating:   []admission.Mutator{sec.builtin, webhooks},
+		Validating: []admission.Validator{sec.builtin, policies, webhooks, sec.builtin.Quota()},
 	}
 	return sec, nil
 }
 
 // start runs the admission informers (the API must be serving) until ctx ends.
 func (sec *security) start(ctx context.Context) error {
+	if err := sec.builtin.Start(ctx); err != nil {
+		return err
+	}
 	return sec.source.Start(ctx)
 }
 
