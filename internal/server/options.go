@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"kubeos.dev/kube/internal/servicealloc"
 )
 
 // Options configure a Kube server. The zero value plus Complete is a working single-node
@@ -51,6 +53,14 @@ type Options struct {
 	AdmissionAuditOptions
 	// LifecycleOptions: the lifecycle engine's event bus (lifecycle.go).
 	LifecycleOptions
+	// --- Services (internal/servicealloc, services.go) ---
+	// ServiceClusterIPRange is --service-cluster-ip-range: the CIDR cluster IPs come from,
+	// or two of different families for dual-stack; its first address is the kubernetes
+	// Service's. Default servicealloc.DefaultServiceClusterIPRange (10.96.0.0/12).
+	ServiceClusterIPRange string
+	// ServiceNodePortRange is --service-node-port-range. Default 30000-32767.
+	ServiceNodePortRange string
+	// --- end Services ---
 }
 
 // DefaultDataDir is where a server keeps its state unless told otherwise.
@@ -79,6 +89,14 @@ func (o *Options) Complete() {
 	if o.WatchCacheSize == 0 {
 		o.WatchCacheSize = 1000
 	}
+	// --- Services ---
+	if o.ServiceClusterIPRange == "" {
+		o.ServiceClusterIPRange = servicealloc.DefaultServiceClusterIPRange
+	}
+	if o.ServiceNodePortRange == "" {
+		o.ServiceNodePortRange = servicealloc.DefaultServiceNodePortRange
+	}
+	// --- end Services ---
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
@@ -113,5 +131,10 @@ func (o *Options) Validate() error {
 	if err := o.LifecycleOptions.validate(); err != nil {
 		return err
 	}
+	// --- Services ---
+	if _, err := servicealloc.ParseRanges(o.ServiceClusterIPRange, o.ServiceNodePortRange); err != nil {
+		return err
+	}
+	// --- end Services ---
 	return o.AdmissionAuditOptions.validate()
 }

@@ -66,6 +66,8 @@ type Server struct {
 	gcHints chan schema.GroupResource
 	// lifecycle is the lifecycle engine with the built-in kinds (lifecycle.go).
 	lifecycle *lifecycleState
+	// services is Service allocation and the kubernetes Service (services.go).
+	services *servicesState
 }
 
 // New prepares a server from completed, validated options: it starts etcd (or connects to
@@ -140,6 +142,11 @@ func New(ctx context.Context, o Options) (_ *Server, err error) {
 	if err = s.newAuth(); err != nil {
 		return nil, err
 	}
+	// --- Services: cluster IP and node port allocation (services.go) ---
+	if err = s.newServices(); err != nil {
+		return nil, err
+	}
+	// --- end Services ---
 	return s, nil
 }
 
@@ -288,6 +295,14 @@ func (s *Server) Run(ctx context.Context) error {
 		srv.Close()
 		return err
 	}
+	// --- Services: repair loops, default ServiceCIDR, kubernetes Service (services.go) ---
+	if err := s.startServices(ctrlCtx, &wg); err != nil {
+		stopControllers()
+		wg.Wait()
+		srv.Close()
+		return err
+	}
+	// --- end Services ---
 	s.readyOnce.Do(func() { close(s.ready) })
 	fmt.Fprintf(o.Out, "Kube is ready at %s\n", s.URL)
 
