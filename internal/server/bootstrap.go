@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	schedulingapiv1 "k8s.io/kubernetes/pkg/apis/scheduling/v1"
 
 	crdcontroller "kubeos.dev/kube/internal/controllers/crd"
 	"kubeos.dev/kube/internal/controllers/leader"
@@ -43,6 +44,21 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		})
 		if err != nil {
 			return fmt.Errorf("bootstrap namespace %s: %w", ns, err)
+		}
+	}
+	// The two system priority classes, as kube-apiserver creates them at start
+	// (system-cluster-critical and system-node-critical).
+	for _, pc := range schedulingapiv1.SystemPriorityClasses() {
+		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			_, err := cs.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
+			if err == nil || apierrors.IsAlreadyExists(err) {
+				return true, nil
+			}
+			s.opts.Log.Warn("bootstrap: create priority class", "name", pc.Name, "err", err)
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("bootstrap priority class %s: %w", pc.Name, err)
 		}
 	}
 	return nil

@@ -216,7 +216,7 @@ func (d def) build() *registry.Kind {
 	newList := func() runtime.Object { o, _ := scheme.New(gvk.GroupVersion().WithKind(d.kind + "List")); return o }
 	k := registry.TypedKind(d.group, d.version, d.resource, d.singular, newObj, newList)
 	k.ShortNames, k.Categories, k.Namespaced = d.short, d.categories, d.namespaced
-	st := &strategy{gvk: gvk, goType: reflect.TypeOf(newObj()).Elem(), create: d.strategy, update: d.strategy,
+	st := &strategy{gvk: gvk, gvr: gvk.GroupVersion().WithResource(d.resource), goType: reflect.TypeOf(newObj()).Elem(), create: d.strategy, update: d.strategy,
 		subresources: map[string]rest.RESTUpdateStrategy{}}
 	if g, ok := d.strategy.(rest.RESTGracefulDeleteStrategy); ok {
 		st.graceful = g

@@ -27,6 +27,7 @@ import (
 // kube-apiserver's generic store calls.
 type strategy struct {
 	gvk    schema.GroupVersionKind
+	gvr    schema.GroupVersionResource
 	goType reflect.Type
 	create rest.RESTCreateStrategy
 	update rest.RESTUpdateStrategy
@@ -59,7 +60,7 @@ func (s *strategy) ValidateCreateContext(ctx context.Context, obj *unstructured.
 	if err != nil {
 		return err
 	}
-	if err := rest.BeforeCreate(s.create, upstreamContext(ctx, obj.GetNamespace()), in); err != nil {
+	if err := rest.BeforeCreate(s.create, upstreamContext(ctx, obj.GetNamespace(), s.gvr, "create", ""), in); err != nil {
 		return err
 	}
 	return s.encodeInto(obj, in)
@@ -68,7 +69,8 @@ func (s *strategy) ValidateCreateContext(ctx context.Context, obj *unstructured.
 // ValidateUpdateContext implements registry.ContextStrategy.
 func (s *strategy) ValidateUpdateContext(ctx context.Context, obj, old *unstructured.Unstructured, subresource string) error {
 	st := s.update
-	if subresource != "" {
+	// A write through scale is an update of the object, as upstream's scale REST stores it.
+	if subresource != "" && subresource != "scale" {
 		var ok bool
 		if st, ok = s.subresources[subresource]; !ok {
 			return apierrors.NewNotFound(schema.GroupResource{Group: s.gvk.Group, Resource: subresource}, obj.GetName())
@@ -83,7 +85,7 @@ func (s *strategy) ValidateUpdateContext(ctx context.Context, obj, old *unstruct
 		// The stored object is beyond repair: let a valid new one replace it.
 		return s.ValidateCreateContext(ctx, obj)
 	}
-	if err := rest.BeforeUpdate(st, upstreamContext(ctx, obj.GetNamespace()), in, oldIn); err != nil {
+	if err := rest.BeforeUpdate(st, upstreamContext(ctx, obj.GetNamespace(), s.gvr, "update", subresource), in, oldIn); err != nil {
 		return err
 	}
 	return s.encodeInto(obj, in)
@@ -147,19 +149,25 @@ func causes(err error) field.ErrorList {
 
 // upstreamContext is the request context as upstream's strategies read it: the user, the
 // request info, the namespace and a sink for warnings (Warning headers).
-func upstreamContext(ctx context.Context, namespace string) context.Context {
+// Without a request (a write from inside the server), the request info is made up from
+// the kind, the verb and the subresource.
+func upstreamContext(ctx context.Context, namespace string, gvr schema.GroupVersionResource, verb, subresource string) context.Context {
 	uctx := genericapirequest.WithNamespace(ctx, namespace)
 	if u, ok := request.UserFrom(ctx); ok && u != nil {
 		uctx = genericapirequest.WithUser(uctx, &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra})
 	}
-	if info, ok := request.InfoFrom(ctx); ok && info != nil {
-		uctx = genericapirequest.WithRequestInfo(uctx, &genericapirequest.RequestInfo{
+	ri := &genericapirequest.RequestInfo{IsResourceRequest: true, Verb: verb, APIGroup: gvr.Group, APIVersion: gvr.Version,
+		Namespace: namespace, Resource: gvr.Resource, Subresource: subresource}
+	if info, ok := request.InfoFrom(ctx); ok && info != nil && info.IsResourceRequest {
+		ri = &genericapirequest.RequestInfo{
 			IsResourceRequest: info.IsResourceRequest, Path: info.Path, Verb: info.Verb,
 			APIPrefix: info.APIPrefix, APIGroup: info.APIGroup, APIVersion: info.APIVersion,
 			Namespace: info.Namespace, Resource: info.Resource, Subresource: info.Subresource,
 			Name: info.Name, Parts: info.Parts,
-		})
+		}
 	}
+	// Declarative validation names its checks after the request.
+	uctx = genericapirequest.WithRequestInfo(uctx, ri)
 	return warning.WithWarningRecorder(uctx, warner{ctx})
 }
 
