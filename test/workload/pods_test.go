@@ -280,7 +280,7 @@ func TestEviction(t *testing.T) {
 		t.Error("an allowed eviction left the pod")
 	}
 	after, _ := pdbs.Get(ctxT(t), "web-pdb", metav1.GetOptions{})
-	if after.Status.DisruptionsAllowed != 0 || after.Status.DisruptedPods["w1"].IsZero() {
+	if after.Status.DisruptionsAllowed != 0 || func() bool { ts := after.Status.DisruptedPods["w1"]; return ts.IsZero() }() {
 		t.Errorf("budget after the eviction: %+v", after.Status)
 	}
 }
