@@ -17,6 +17,7 @@ import (
 
 	"kubeos.dev/kube/internal/admission"
 	"kubeos.dev/kube/internal/apiserver/filters"
+	"kubeos.dev/kube/internal/nodeauth"
 	"kubeos.dev/kube/internal/rbac"
 	"kubeos.dev/kube/internal/registry"
 	"kubeos.dev/kube/internal/serviceaccount"
@@ -30,6 +31,8 @@ type authState struct {
 	tokens     *serviceaccount.Tokens
 	static     *filters.StaticTokens
 	client     kubernetes.Interface
+	// node is the Node authorizer, asked before RBAC (authorizer).
+	node *nodeauth.Authorizer
 }
 
 // newAuth prepares authentication and authorization and gives the computed kinds
@@ -46,6 +49,7 @@ func (s *Server) newAuth() error {
 	}
 	sec := &authState{authz: rbac.NewAuthorizer(), client: cs}
 	sec.escalation = &rbac.Escalation{Authorizer: sec.authz}
+	sec.node = nodeauth.New(s.opts.Log.With("component", "node-authorizer"))
 	if sec.tokens, err = serviceaccount.New(s.pki.ServiceAccountKey, s.opts.ServiceAccountIssuer, cs, nil); err != nil {
 		return err
 	}
@@ -55,9 +59,10 @@ func (s *Server) newAuth() error {
 		}
 	}
 	hooks := map[schema.GroupVersionResource]func(context.Context, *unstructured.Unstructured) (*unstructured.Unstructured, error){
-		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.SelfSubjectAccessReviews}:  sec.authz.CreateSelfSubjectAccessReview,
-		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.SubjectAccessReviews}:      sec.authz.CreateSubjectAccessReview,
-		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.LocalSubjectAccessReviews}: sec.authz.CreateLocalSubjectAccessReview,
+		// Access reviews answer as requests are authorized: Node, then RBAC.
+		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.SelfSubjectAccessReviews}:  sec.node.SelfReview(sec.authz.CreateSelfSubjectAccessReview),
+		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.SubjectAccessReviews}:      sec.node.Review(sec.authz.CreateSubjectAccessReview),
+		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.LocalSubjectAccessReviews}: sec.node.Review(sec.authz.CreateLocalSubjectAccessReview),
 		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.SelfSubjectRulesReviews}:   sec.authz.CreateSelfSubjectRulesReview,
 		{Group: "authentication.k8s.io", Version: "v1", Resource: registry.SelfSubjectReviews}:       rbac.CreateSelfSubjectReview,
 		{Group: "authentication.k8s.io", Version: "v1beta1", Resource: registry.SelfSubjectReviews}:  rbac.CreateSelfSubjectReview,
@@ -87,6 +92,16 @@ func (s *Server) newAuth() error {
 	s.auth = sec
 	return nil
 }
+
+// authorizer is the request authorizer, in kube-apiserver's mode order Node,RBAC: the Node
+// authorizer allows a node's requests about itself and its pods or has no opinion, then
+// RBAC decides.
+func (sec *authState) authorizer() filters.Authorizer {
+	return nodeauth.Union{{Name: nodeauth.Name, Authorizer: sec.node}, {Name: "rbac", Authorizer: sec.authz}}
+}
+
+// NodeAuthorizer is the server's Node authorizer (tests feed its graph by hand).
+func (s *Server) NodeAuthorizer() *nodeauth.Authorizer { return s.auth.node }
 
 // authenticators is the authentication chain: client certificates, then bearer tokens
 // (static tokens first, then service-account tokens).
@@ -120,6 +135,7 @@ func (s *Server) startAuth(ctx context.Context, wg *sync.WaitGroup) error {
 		}()
 	}
 	run("rbac-authorizer", func(ctx context.Context) error { return sec.authz.Start(ctx, sec.client) })
+	run("node-authorizer", func(ctx context.Context) error { return sec.node.Start(ctx, sec.client) })
 	run("serviceaccount-tokens", sec.tokens.Start)
 	agg := &rbac.AggregationController{Client: sec.client, Log: log.With("controller", "clusterrole-aggregation")}
 	run("clusterrole-aggregation", agg.Start)

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"kubeos.dev/kube/internal/controllers/certificates"
 	"kubeos.dev/kube/internal/controllers/garbagecollector"
 	"kubeos.dev/kube/internal/controllers/leader"
 	"kubeos.dev/kube/internal/controllers/namespace"
@@ -48,6 +49,12 @@ var electedControllers = []electedController{
 	{name: serviceaccount.Name, new: func(_ *Server, cfg *rest.Config, log *slog.Logger) (starter, error) {
 		return serviceaccount.New(cfg, log)
 	}},
+	// --- CSR approving, signing by the Kube CA and cleaning (kube-controller-manager's
+	// csrapproving, csrsigning, csrcleaner), internal/controllers/certificates ---
+	{name: certificates.Name, new: func(s *Server, cfg *rest.Config, log *slog.Logger) (starter, error) {
+		return certificates.New(cfg, certificates.Options{CAFile: s.pki.CAFile, CAKeyFile: s.pki.CAKeyFile, Log: log})
+	}},
+	// --- end certificates ---
 	// The lifecycle engine with the built-in kubeos.dev kinds (lifecycle.go).
 	{name: "lifecycle", new: func(s *Server, _ *rest.Config, log *slog.Logger) (starter, error) {
 		return &lifecycleController{s: s, log: log}, nil

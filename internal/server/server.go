@@ -190,7 +190,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer sec.close()
-	if s.lifecycle, err = s.newLifecycle(s.auth.authz); err != nil {
+	if s.lifecycle, err = s.newLifecycle(s.auth.authorizer()); err != nil {
 		return err
 	}
 	sec.admission.Validating = s.lifecycle.validators(sec.admission.Validating)
