@@ -268,7 +268,7 @@ func (q quotaPlugin) Validate(ctx context.Context, a *admission.Attributes) erro
 	return run(ctx, q.p, a, false)
 }
 
-// run converts a once for the plugins of h and runs them.
+// run runs the plugins of h on a, its objects converted at most once.
 func run(ctx context.Context, h upstream.Interface, a *admission.Attributes, mutating bool) error {
 	if h == nil || !h.Handles(upstream.Operation(a.Operation)) {
 		return nil
@@ -283,14 +283,15 @@ func run(ctx context.Context, h upstream.Interface, a *admission.Attributes, mut
 		if !ok {
 			return nil
 		}
-		if err := m.Admit(ctx, c.attrs, objectInterfaces); err != nil {
-			return err
-		}
-		return c.writeBack(a)
+		err = m.Admit(ctx, c, objectInterfaces)
+	} else if v, ok := h.(upstream.ValidationInterface); ok {
+		err = v.Validate(ctx, c, objectInterfaces)
 	}
-	v, ok := h.(upstream.ValidationInterface)
-	if !ok {
-		return nil
+	if cerr := c.conversionErr(); cerr != nil {
+		return cerr
 	}
-	return v.Validate(ctx, c.attrs, objectInterfaces)
+	if err != nil || !mutating {
+		return err
+	}
+	return c.writeBack(a)
 }

@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,10 +29,11 @@ var scheme = legacyscheme.Scheme
 var objectInterfaces = upstream.NewObjectInterfacesFromScheme(scheme)
 
 // toInternal turns a served object into the object upstream's plugins expect: the internal
-// type of a built-in kind (through its v1 type, with v1 defaults applied, as kube-apiserver's
-// decoder leaves it), or the unstructured object itself for kinds upstream does not know
-// (custom resources, Kube's own kinds), which the plugins read through meta accessors.
-func toInternal(u *unstructured.Unstructured, gvk schema.GroupVersionKind) (runtime.Object, error) {
+// type of a built-in kind (through its v1 type, with v1 defaults applied when defaults is
+// set, as kube-apiserver's decoder leaves a request's object), or the unstructured object
+// itself for kinds upstream does not know (custom resources, Kube's own kinds), which the
+// plugins read through meta accessors.
+func toInternal(u *unstructured.Unstructured, gvk schema.GroupVersionKind, defaults bool) (runtime.Object, error) {
 	if u == nil {
 		return nil, nil
 	}
@@ -46,7 +48,9 @@ func toInternal(u *unstructured.Unstructured, gvk schema.GroupVersionKind) (runt
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ext); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding %s for admission: %v", gvk.Kind, err))
 	}
-	scheme.Default(ext)
+	if defaults {
+		scheme.Default(ext)
+	}
 	in, err := scheme.New(internalGVK)
 	if err != nil {
 		return nil, err
@@ -85,66 +89,134 @@ func objectKind(u *unstructured.Unstructured, fallback schema.GroupVersionKind) 
 	return fallback
 }
 
-// converted is one request as upstream's plugins see it.
+// converted is one request as upstream's plugins see it. Objects are converted lazily, on
+// a plugin's first GetObject or GetOldObject: most plugins look only at the resource, and
+// most requests concern resources no plugin reads.
 type converted struct {
-	attrs     upstream.Attributes
-	objectGVK schema.GroupVersionKind
-	// before is a copy of the internal object as it was handed over, to tell whether a
-	// mutating plugin changed it (nil when Object is nil or unstructured).
+	upstream.Attributes
+	audit *request.Audit
+
+	obj, old       *unstructured.Unstructured
+	objGVK, oldGVK schema.GroupVersionKind
+	copyObj        bool
+
+	objOnce, oldOnce sync.Once
+	objIn, oldIn     runtime.Object
+	// before is a copy of the internal object as converted, to tell whether a mutating
+	// plugin changed it (nil when not converted or unstructured).
 	before runtime.Object
+	err    error
+	errMu  sync.Mutex
 }
 
 // convert builds upstream's admission attributes from ours: objects converted to their
-// internal types, the request's options typed, the user as a user.Info.
+// internal types (lazily), the request's options typed, the user as a user.Info.
 func convert(ctx context.Context, a *admission.Attributes, mutating bool) (*converted, error) {
-	c := &converted{objectGVK: objectKind(a.Object, a.Kind)}
-	obj, err := toInternal(a.Object, c.objectGVK)
-	if err != nil {
-		return nil, err
-	}
-	old, err := toInternal(a.OldObject, objectKind(a.OldObject, a.Kind))
-	if err != nil {
-		return nil, err
-	}
-	if mutating && obj != nil {
-		if _, ok := obj.(*unstructured.Unstructured); !ok {
-			c.before = obj.DeepCopyObject()
-		}
-	}
 	opts, err := operationOptions(a.Operation, a.Options)
 	if err != nil {
 		return nil, err
 	}
+	c := &converted{audit: request.AuditFrom(ctx), obj: a.Object, old: a.OldObject, copyObj: mutating,
+		objGVK: objectKind(a.Object, a.Kind), oldGVK: objectKind(a.OldObject, a.Kind)}
 	kind := a.Kind
 	if a.Subresource != "" {
 		// A subresource's own kind (Binding, Eviction, Scale), as upstream's handlers pass it.
-		kind = c.objectGVK
+		kind = c.objGVK
 	}
-	rec := upstream.NewAttributesRecord(obj, old, kind, a.Namespace, a.Name, a.Resource, a.Subresource,
+	c.Attributes = upstream.NewAttributesRecord(nil, nil, kind, a.Namespace, a.Name, a.Resource, a.Subresource,
 		upstream.Operation(a.Operation), opts, a.DryRun, userInfo(a.User))
-	c.attrs = &auditedAttributes{Attributes: rec, audit: request.AuditFrom(ctx)}
 	return c, nil
 }
 
-// writeBack replaces a.Object's content with the internal object a mutating plugin changed.
-// An unchanged object is left as it was, so that a request no plugin touched is stored
-// exactly as the handler prepared it.
-func (c *converted) writeBack(a *admission.Attributes) error {
-	obj := c.attrs.GetObject()
-	if obj == nil || a.Object == nil {
+func (c *converted) fail(err error) {
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+// conversionErr is the first error converting an object (the plugins saw nil for it).
+func (c *converted) conversionErr() error {
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	return c.err
+}
+
+// GetObject is the proposed object as its internal type.
+func (c *converted) GetObject() runtime.Object {
+	c.objOnce.Do(func() {
+		// Defaults once, for the mutating plugins; by validating admission the object has
+		// been through them and the kind's strategy, and a stored object has its defaults.
+		in, err := toInternal(c.obj, c.objGVK, c.copyObj)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		if c.copyObj && in != nil {
+			if _, ok := in.(*unstructured.Unstructured); !ok {
+				c.before = in.DeepCopyObject()
+			}
+		}
+		c.objIn = in
+	})
+	if c.objIn == nil {
+		return nil // a typed nil would not compare equal to nil
+	}
+	return c.objIn
+}
+
+// GetOldObject is the stored object as its internal type.
+func (c *converted) GetOldObject() runtime.Object {
+	c.oldOnce.Do(func() {
+		in, err := toInternal(c.old, c.oldGVK, false)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		c.oldIn = in
+	})
+	if c.oldIn == nil {
 		return nil
 	}
-	if _, ok := obj.(*unstructured.Unstructured); ok {
+	return c.oldIn
+}
+
+// writeBack replaces a.Object's content with the internal object a mutating plugin changed.
+// An object no plugin converted or changed is left as it was, so that a request no plugin
+// touched is stored exactly as the handler prepared it.
+func (c *converted) writeBack(a *admission.Attributes) error {
+	if c.objIn == nil || a.Object == nil {
+		return nil
+	}
+	if _, ok := c.objIn.(*unstructured.Unstructured); ok {
 		return nil // changed in place
 	}
-	if c.before != nil && apiequality.Semantic.DeepEqual(c.before, obj) {
+	if c.before != nil && apiequality.Semantic.DeepEqual(c.before, c.objIn) {
 		return nil
 	}
-	content, err := fromInternal(obj, c.objectGVK)
+	content, err := fromInternal(c.objIn, c.objGVK)
 	if err != nil {
 		return err
 	}
 	a.Object.Object = content
+	return nil
+}
+
+// AddAnnotation passes the plugins' audit annotations (PodSecurity's audit mode, for one)
+// on to the request's audit event.
+func (c *converted) AddAnnotation(key, value string) error {
+	return c.AddAnnotationWithLevel(key, value, auditinternal.LevelMetadata)
+}
+
+// AddAnnotationWithLevel: see AddAnnotation.
+func (c *converted) AddAnnotationWithLevel(key, value string, level auditinternal.Level) error {
+	if err := c.Attributes.AddAnnotationWithLevel(key, value, level); err != nil {
+		return err
+	}
+	if c.audit != nil {
+		c.audit.AddAnnotation(key, value)
+	}
 	return nil
 }
 
@@ -177,27 +249,6 @@ func userInfo(u *request.User) user.Info {
 		return &user.DefaultInfo{}
 	}
 	return &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
-}
-
-// auditedAttributes passes the plugins' audit annotations (PodSecurity's audit mode, for
-// one) on to the request's audit event.
-type auditedAttributes struct {
-	upstream.Attributes
-	audit *request.Audit
-}
-
-func (a *auditedAttributes) AddAnnotation(key, value string) error {
-	return a.AddAnnotationWithLevel(key, value, auditinternal.LevelMetadata)
-}
-
-func (a *auditedAttributes) AddAnnotationWithLevel(key, value string, level auditinternal.Level) error {
-	if err := a.Attributes.AddAnnotationWithLevel(key, value, level); err != nil {
-		return err
-	}
-	if a.audit != nil {
-		a.audit.AddAnnotation(key, value)
-	}
-	return nil
 }
 
 // warner passes the plugins' warnings (warning.AddWarning) on to the response's Warning

@@ -66,7 +66,7 @@ func TestRoundTripKeepsEveryField(t *testing.T) {
 		t.Run(gvk.Kind, func(t *testing.T) {
 			for seed := int64(1); seed <= 30; seed++ {
 				u := servedObject(t, gvk, seed)
-				in, err := toInternal(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(u)}, gvk)
+				in, err := toInternal(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(u)}, gvk, true)
 				if err != nil {
 					t.Fatalf("seed %d: toInternal: %v", seed, err)
 				}
@@ -88,7 +88,7 @@ func TestRoundTripKeepsEveryField(t *testing.T) {
 // TestUnknownKindsPassUnstructured: custom resources reach the plugins as they are.
 func TestUnknownKindsPassUnstructured(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"}}}
-	in, err := toInternal(u, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
+	in, err := toInternal(u, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestUnknownKindsPassUnstructured(t *testing.T) {
 // TestBadContentIsBadRequest: content that does not fit the kind's type is refused with 400.
 func TestBadContentIsBadRequest(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "spec": map[string]any{"containers": "nope"}}}
-	_, err := toInternal(u, schema.GroupVersionKind{Version: "v1", Kind: "Pod"})
+	_, err := toInternal(u, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, true)
 	if err == nil || !isBadRequest(err) {
 		t.Fatalf("err = %v, want BadRequest", err)
 	}
@@ -131,7 +131,7 @@ func TestConvertAttributes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			at := c.attrs
+			at := c
 			if at.GetKind() != tc.wantKind || at.GetResource() != tc.a.Resource || at.GetSubresource() != tc.a.Subresource ||
 				at.GetNamespace() != "ns" || at.GetName() != "p" || string(at.GetOperation()) != string(tc.a.Operation) || at.IsDryRun() != tc.a.DryRun {
 				t.Fatalf("attributes: %+v", at)
