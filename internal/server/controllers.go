@@ -13,6 +13,7 @@ import (
 	"kubeos.dev/kube/internal/controllers/garbagecollector"
 	"kubeos.dev/kube/internal/controllers/leader"
 	"kubeos.dev/kube/internal/controllers/namespace"
+	"kubeos.dev/kube/internal/controllers/rootcacert"
 	"kubeos.dev/kube/internal/controllers/serviceaccount"
 	"kubeos.dev/kube/internal/rbac"
 )
@@ -48,6 +49,10 @@ var electedControllers = []electedController{
 	// The default ServiceAccount of every namespace (upstream's serviceaccount-controller).
 	{name: serviceaccount.Name, new: func(_ *Server, cfg *rest.Config, log *slog.Logger) (starter, error) {
 		return serviceaccount.New(cfg, log)
+	}},
+	// Every namespace's kube-root-ca.crt ConfigMap (upstream's root-ca-cert-publisher).
+	{name: rootcacert.Name, new: func(s *Server, cfg *rest.Config, log *slog.Logger) (starter, error) {
+		return rootcacert.New(cfg, s.pki.CAPEM, log)
 	}},
 	// --- CSR approving, signing by the Kube CA and cleaning (kube-controller-manager's
 	// csrapproving, csrsigning, csrcleaner), internal/controllers/certificates ---

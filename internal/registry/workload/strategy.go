@@ -76,6 +76,11 @@ func (s *strategy) ValidateUpdateContext(ctx context.Context, obj, old *unstruct
 			return apierrors.NewNotFound(schema.GroupResource{Group: s.gvk.Group, Resource: subresource}, obj.GetName())
 		}
 	}
+	if subresource != "" {
+		// A subresource's body is defaulted as any request body (the handler calls
+		// PrepareForUpdate for writes of the object itself only).
+		defaulted(obj, s.gvk)
+	}
 	in, err := s.decode(obj)
 	if err != nil {
 		return err
