@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -33,6 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"kubeos.dev/kube/internal/apiserver/filters"
+	"kubeos.dev/kube/internal/apiserver/proxy/agenttest"
 	"kubeos.dev/kube/internal/apiserver/request"
 	"kubeos.dev/kube/internal/pki"
 )
@@ -42,7 +42,7 @@ import (
 // server, over objects held in memory.
 type fixture struct {
 	url     string
-	agent   *agentStub
+	agent   *agenttest.Agent
 	objects *memObjects
 	// proxyable is false when the machine has no global unicast address: pods/proxy,
 	// services/proxy and nodes/proxy refuse loopback addresses, as upstream.
@@ -52,14 +52,14 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	host, proxyable := globalUnicastIPv4()
+	host, proxyable := agenttest.GlobalUnicastIPv4()
 	p, err := pki.Ensure(pki.Options{Dir: t.TempDir(), Hosts: []string{host}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := startAgent(t, host, p)
-	podPort := startPodServer(t, host)
-	agentHost, agentPort, _ := net.SplitHostPort(agent.addr)
+	agent := agenttest.Start(t, host, p)
+	podPort := agenttest.StartPod(t, host)
+	agentHost, agentPort, _ := net.SplitHostPort(agent.Addr)
 	port, _ := strconv.Atoi(agentPort)
 
 	objs := &memObjects{pods: map[string]*corev1.Pod{}, nodes: map[string]*corev1.Node{}, services: map[string]*corev1.Service{}}
@@ -208,7 +208,7 @@ func TestLogs(t *testing.T) {
 	if code != 200 || body != "log of default/web/app\n" || hdr.Get("Content-Type") != "text/plain" {
 		t.Fatalf("log: %d %q %q", code, body, hdr.Get("Content-Type"))
 	}
-	req, client := f.agent.lastRequest()
+	req, client := f.agent.LastRequest()
 	if want := "GET /containerLogs/default/web/app?limitBytes=100&sinceSeconds=60&tailLines=5&timestamps=true"; req != want {
 		t.Errorf("agent got %q, want %q", req, want)
 	}
@@ -237,7 +237,7 @@ func TestLogFollowStreams(t *testing.T) {
 	if line, err := r.ReadString('\n'); err != nil || line != "log of default/web/app\n" {
 		t.Fatalf("first line %q, %v", line, err)
 	}
-	close(f.agent.release)
+	close(f.agent.Release)
 	if line, err := r.ReadString('\n'); err != nil || line != "second line\n" {
 		t.Fatalf("second line %q, %v", line, err)
 	}
@@ -477,33 +477,6 @@ func TestPortForward(t *testing.T) {
 
 func insecureTLS() *tls.Config { return &tls.Config{InsecureSkipVerify: true} }
 
-// startPodServer is a pod's HTTP server on host, answering with what it was asked.
-func startPodServer(t *testing.T, host string) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "pod %s %s", r.Method, r.URL.RequestURI())
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// globalUnicastIPv4 is an address of this machine that upstream's proxy checks accept, or
-// 127.0.0.1 and false.
-func globalUnicastIPv4() (string, bool) {
-	addrs, _ := net.InterfaceAddrs()
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
-			return n.IP.String(), true
-		}
-	}
-	return "127.0.0.1", false
-}
-
 // tokens authenticates "Bearer <user>": admin is in system:masters.
 type tokens struct{}
 
@@ -671,7 +644,7 @@ func TestNodeProxy(t *testing.T) {
 			t.Errorf("%s %s: %d %q, want %d %q", tc.method, tc.path, code, body, tc.code, tc.body)
 		}
 	}
-	if _, client := f.agent.lastRequest(); client != KubeletClientUser {
+	if _, client := f.agent.LastRequest(); client != KubeletClientUser {
 		t.Errorf("agent saw %q", client)
 	}
 	// No path: upstream redirects to the path with a slash.
@@ -696,9 +669,9 @@ func TestPodAndServiceProxy(t *testing.T) {
 		{"PUT", "pods/web:" + port + "/proxy/a/b/", 200, "pod PUT /a/b/"},
 		{"GET", "pods/http:web:" + port + "/proxy/", 200, "pod GET /"},
 		{"GET", "pods/nope/proxy/", 404, ""},
-		{"GET", "pods/pending/proxy/", 400, ""},     // no pod IP: "address not allowed"
-		{"GET", "pods/web:99999/proxy/", 503, ""},   // nothing to reach
-		{"GET", "pods/a:b:c:d/proxy/", 400, ""},     // not [scheme:]name[:port]
+		{"GET", "pods/pending/proxy/", 400, ""},      // no pod IP: "address not allowed"
+		{"GET", "pods/web:99999/proxy/", 503, ""},    // nothing to reach
+		{"GET", "pods/a:b:c:d/proxy/", 400, ""},      // not [scheme:]name[:port]
 		{"GET", "services/websvc/proxy/hi", 503, ""}, // no port named "" in the slice
 		{"GET", "services/websvc:http/proxy/hi", 200, "pod GET /hi"},
 		{"GET", "services/websvc:80/proxy/hi", 200, "pod GET /hi"},

@@ -1,4 +1,15 @@
-package proxy
+// Package agenttest is a node agent's streaming endpoint for tests, as small as a test can
+// make it: an HTTPS server that requires a client certificate signed by the cluster CA and
+// serves the kubelet's paths (/containerLogs, /exec, /attach, /portForward, anything else
+// for nodes/proxy) with the kubelet's own server-side libraries (k8s.io/cri-streaming), and
+// a pod's plain HTTP server. Tests only: nothing in the product imports it.
+//
+// The agent's pretend containers run echo ARGS, cat (stdin to stdout), line (one line of
+// stdin), fail (exit 3 with "failing" on stderr) and tty; attach greets "attached to
+// NS/POD CONTAINER" and echoes one line of stdin; a forwarded port answers "NS/POD port N"
+// and echoes; logs answer "log of NS/POD/CONTAINER", a second line once Release is closed
+// when following, and the kubelet's 400 for a container named "waiting".
+package agenttest
 
 import (
 	"bufio"
@@ -21,21 +32,21 @@ import (
 	"kubeos.dev/kube/internal/pki"
 )
 
-// agentStub is the node agent's streaming endpoint, as small as a test can make it: an
-// HTTPS server that requires a client certificate signed by the CA and serves the
-// kubelet's paths with the kubelet's own server-side libraries (k8s.io/cri-streaming).
-type agentStub struct {
-	addr string // host:port
-	// release lets a followed log write its second line.
-	release chan struct{}
+// Agent is a running agent stub.
+type Agent struct {
+	// Addr is host:port.
+	Addr string
+	// Release, when closed, lets followed logs write their second line.
+	Release chan struct{}
 
 	mu       sync.Mutex
 	requests []string // "METHOD path?query" of every request
 	clients  []string // the client certificate CN of every request
 }
 
-// startAgent serves the stub on host (an IP) with a serving certificate from p.
-func startAgent(t *testing.T, host string, p *pki.PKI) *agentStub {
+// Start serves an agent on host (an IP) with p's serving certificate (which must name
+// host), requiring client certificates signed by p's CA. It stops when the test ends.
+func Start(t testing.TB, host string, p *pki.PKI) *Agent {
 	t.Helper()
 	cert, err := tls.LoadX509KeyPair(p.ServingCertFile, p.ServingKeyFile)
 	if err != nil {
@@ -45,7 +56,7 @@ func startAgent(t *testing.T, host string, p *pki.PKI) *agentStub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agentStub{addr: ln.Addr().String(), release: make(chan struct{})}
+	a := &Agent{Addr: ln.Addr().String(), Release: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", a.logs)
 	mux.HandleFunc("/exec/{ns}/{pod}/{container}", a.exec)
@@ -76,8 +87,9 @@ func startAgent(t *testing.T, host string, p *pki.PKI) *agentStub {
 	return a
 }
 
-// lastRequest is the last request the stub saw.
-func (a *agentStub) lastRequest() (req, client string) {
+// LastRequest is the last request the agent saw ("METHOD /path?query") and the common name
+// of the client certificate it came with.
+func (a *Agent) LastRequest() (req, client string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.requests) == 0 {
@@ -88,7 +100,7 @@ func (a *agentStub) lastRequest() (req, client string) {
 
 // logs answers like the kubelet: a waiting container is a 400 with the kubelet's message;
 // otherwise one line naming what was asked, and with follow a second line once released.
-func (a *agentStub) logs(w http.ResponseWriter, r *http.Request) {
+func (a *Agent) logs(w http.ResponseWriter, r *http.Request) {
 	container := r.PathValue("container")
 	if container == "waiting" {
 		http.Error(w, fmt.Sprintf("container %q in pod %q is waiting to start: ContainerCreating", container, r.PathValue("pod")), http.StatusBadRequest)
@@ -101,13 +113,13 @@ func (a *agentStub) logs(w http.ResponseWriter, r *http.Request) {
 	}
 	w.(http.Flusher).Flush()
 	select {
-	case <-a.release:
+	case <-a.Release:
 		fmt.Fprintln(w, "second line")
 	case <-r.Context().Done():
 	}
 }
 
-func (a *agentStub) exec(w http.ResponseWriter, r *http.Request) {
+func (a *Agent) exec(w http.ResponseWriter, r *http.Request) {
 	opts, err := remotecommand.NewOptions(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -117,7 +129,7 @@ func (a *agentStub) exec(w http.ResponseWriter, r *http.Request) {
 		time.Minute, 30*time.Second, remotecommand.SupportedStreamingProtocols)
 }
 
-func (a *agentStub) attach(w http.ResponseWriter, r *http.Request) {
+func (a *Agent) attach(w http.ResponseWriter, r *http.Request) {
 	opts, err := remotecommand.NewOptions(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -127,7 +139,7 @@ func (a *agentStub) attach(w http.ResponseWriter, r *http.Request) {
 		time.Minute, 30*time.Second, remotecommand.SupportedStreamingProtocols)
 }
 
-func (a *agentStub) portForward(w http.ResponseWriter, r *http.Request) {
+func (a *Agent) portForward(w http.ResponseWriter, r *http.Request) {
 	opts, err := portforward.NewV4Options(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -184,4 +196,32 @@ func (forwarder) PortForward(ctx context.Context, name, uid string, port int32, 
 	fmt.Fprintf(stream, "%s port %d\n", name, port)
 	_, err := io.Copy(stream, stream)
 	return err
+}
+
+// StartPod serves a pod's HTTP server on host, answering "pod METHOD URI"; it returns the
+// port. It stops when the test ends.
+func StartPod(t testing.TB, host string) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "pod %s %s", r.Method, r.URL.RequestURI())
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// GlobalUnicastIPv4 is an address of this machine that upstream's proxy checks accept (not
+// loopback, not link-local), or 127.0.0.1 and false.
+func GlobalUnicastIPv4() (string, bool) {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
+			return n.IP.String(), true
+		}
+	}
+	return "127.0.0.1", false
 }
