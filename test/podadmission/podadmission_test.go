@@ -333,3 +333,71 @@ subjects:
 		t.Errorf("node-x patching the status of its own pod: %v %s", err, errOut)
 	}
 }
+
+// TestNodeTaint: a new Node carries the not-ready NoSchedule taint (TaintNodesByCondition).
+func TestNodeTaint(t *testing.T) {
+	must(t, "apiVersion: v1\nkind: Node\nmetadata:\n  name: tainted\n", "create", "-f", "-")
+	var node corev1.Node
+	if err := json.Unmarshal([]byte(must(t, "", "get", "node", "tainted", "-o", "json")), &node); err != nil {
+		t.Fatal(err)
+	}
+	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != "node.kubernetes.io/not-ready" || node.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
+		t.Fatalf("taints = %+v, want node.kubernetes.io/not-ready:NoSchedule", node.Spec.Taints)
+	}
+}
+
+// TestClaims: a claim without a class gets the default StorageClass (DefaultStorageClass)
+// and the pvc-protection finalizer (StorageObjectInUseProtection).
+func TestClaims(t *testing.T) {
+	ns := namespace(t, "claims")
+	must(t, `apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: standard
+  annotations:
+    storageclass.kubernetes.io/is-default-class: "true"
+provisioner: example.com/local
+`, "create", "-f", "-")
+	claim := func(name string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: %s\n  namespace: %s\nspec:\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: 1Gi\n", name, ns)
+	}
+	// The plugin reads StorageClasses from an informer: the first claim may come before it knows.
+	i := 0
+	servertest.Eventually(t, 10*time.Second, 100*time.Millisecond, func() error {
+		i++
+		name := fmt.Sprintf("c%d", i)
+		must(t, claim(name), "create", "-f", "-")
+		var pvc corev1.PersistentVolumeClaim
+		if err := json.Unmarshal([]byte(must(t, "", "get", "pvc", name, "-n", ns, "-o", "json")), &pvc); err != nil {
+			t.Fatal(err)
+		}
+		if len(pvc.Finalizers) != 1 || pvc.Finalizers[0] != "kubernetes.io/pvc-protection" {
+			t.Fatalf("finalizers = %v, want kubernetes.io/pvc-protection", pvc.Finalizers)
+		}
+		if pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != "standard" {
+			return fmt.Errorf("storageClassName = %v, want standard", pvc.Spec.StorageClassName)
+		}
+		return nil
+	})
+}
+
+// TestRuntimeClass: a pod naming a RuntimeClass that does not exist is refused; one that
+// exists sets the pod's overhead.
+func TestRuntimeClass(t *testing.T) {
+	ns := namespace(t, "runtimeclass")
+	_, errOut, err := run(t, podYAML(ns, "p", "  runtimeClassName: missing\n", ""), "create", "-f", "-")
+	if want := `pods "p" is forbidden: pod rejected: RuntimeClass "missing" not found`; err == nil || !strings.Contains(errOut, want) {
+		t.Fatalf("err %v, stderr %q, want %q", err, errOut, want)
+	}
+	must(t, "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: sandboxed\nhandler: runsc\noverhead:\n  podFixed:\n    cpu: 250m\n", "create", "-f", "-")
+	servertest.Eventually(t, 10*time.Second, 100*time.Millisecond, func() error {
+		_, errOut, err := run(t, podYAML(ns, "q", "  runtimeClassName: sandboxed\n", ""), "create", "-f", "-")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, errOut)
+		}
+		return nil
+	})
+	if o := getPod(t, ns, "q").Spec.Overhead; o.Cpu().String() != "250m" {
+		t.Fatalf("overhead = %v, want cpu 250m", o)
+	}
+}
