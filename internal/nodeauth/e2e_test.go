@@ -219,6 +219,24 @@ func TestNodeAuthorization(t *testing.T) {
 		t.Fatalf("SubjectAccessReview of n1 reading s2: %+v", r.Status)
 	}
 
+	// kubectl auth can-i, impersonating the node (SelfSubjectAccessReview).
+	bin, err := servertest.FindKubectl("1.33")
+	if err != nil {
+		t.Fatal(err)
+	}
+	canI := func(secret string) string {
+		out, _, _ := servertest.RunKubectl(bin, t.TempDir(), srv.Kubeconfig, "", "auth", "can-i", "get", "secrets/"+secret, "-n", ns,
+			"--as", "system:node:n1", "--as-group", "system:nodes", "--as-group", "system:authenticated")
+		return strings.TrimSpace(out)
+	}
+	if got := canI("s1"); got != "yes" {
+		t.Fatalf("kubectl auth can-i get secrets/s1 as n1: %q, want yes", got)
+	}
+	// kubectl prints the review's reason after "no - ".
+	if got := canI("s2"); got != "no - node: no relationship found between node 'n1' and this object" {
+		t.Fatalf("kubectl auth can-i get secrets/s2 as n1: %q, want no with the Node authorizer's reason", got)
+	}
+
 	// Without its pod, the node loses the pod's secret.
 	if err := cs.CoreV1().Pods(ns).Delete(ctx, "p1", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"kubeos.dev/kube/internal/controllers/certificates"
 	"kubeos.dev/kube/internal/pki"
 	"kubeos.dev/kube/internal/server/servertest"
 )
@@ -108,9 +109,14 @@ func createCSR(t *testing.T, cs kubernetes.Interface, name, signer string, req [
 	}
 }
 
+// kubectl runs kubectl 1.33, or the version given first ("1.27") as the admin.
 func kubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	bin, err := servertest.FindKubectl("1.33")
+	version := "1.33"
+	if len(args) > 0 && strings.HasPrefix(args[0], "1.") {
+		version, args = args[0], args[1:]
+	}
+	bin, err := servertest.FindKubectl(version)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,6 +229,21 @@ func TestApproveSigns(t *testing.T) {
 	}
 }
 
+// TestElected: the controller group runs under its Lease.
+func TestElected(t *testing.T) {
+	cs := admin(t)
+	servertest.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
+		l, err := cs.CoordinationV1().Leases("kube-system").Get(context.Background(), "kube-"+certificates.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+			return fmt.Errorf("lease %s has no holder", l.Name)
+		}
+		return nil
+	})
+}
+
 // TestDefaultDuration: without expirationSeconds the certificate lives as long as
 // --cluster-signing-duration allows (one year, backdated five minutes as upstream).
 func TestDefaultDuration(t *testing.T) {
@@ -230,7 +251,9 @@ func TestDefaultDuration(t *testing.T) {
 	req, _ := request(t, pkix.Name{CommonName: "dave"})
 	before := time.Now().Truncate(time.Second)
 	createCSR(t, cs, "dave", certificatesv1.KubeAPIServerClientSignerName, req, nil, certificatesv1.UsageClientAuth)
-	kubectl(t, "certificate", "approve", "dave")
+	if out := kubectl(t, "1.27", "certificate", "approve", "dave"); !strings.Contains(out, "approved") {
+		t.Fatalf("kubectl 1.27 certificate approve printed %q", out)
+	}
 	cert := verify(t, waitFor(t, cs, "dave", issued).Status.Certificate)
 	after := time.Now()
 	year := 365*24*time.Hour - 5*time.Minute
