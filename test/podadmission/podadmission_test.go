@@ -212,22 +212,29 @@ const hostPathVolume = `  volumes:
 `
 
 // TestPodSecurityWarn: warn mode admits the pod and answers with a Warning header, which
-// kubectl prints.
+// kubectl prints (1.27 and 1.33).
 func TestPodSecurityWarn(t *testing.T) {
 	ns := namespace(t, "psa-warn")
 	must(t, "", "label", "ns", ns, "pod-security.kubernetes.io/warn=baseline")
-	servertest.Eventually(t, 10*time.Second, 100*time.Millisecond, func() error {
-		_, _, _ = run(t, "", "delete", "pod", "host", "-n", ns, "--ignore-not-found", "--grace-period=0", "--force")
-		_, errOut, err := run(t, podYAML(ns, "host", hostPathVolume, ""), "create", "-f", "-")
+	for _, version := range []string{"1.27", "1.33"} {
+		bin, err := servertest.FindKubectl(version)
 		if err != nil {
-			t.Fatalf("warn mode refused the pod: %v %s", err, errOut)
+			t.Fatal(err)
 		}
-		want := `Warning: would violate PodSecurity "baseline:latest": hostPath volumes (volume "host")`
-		if !strings.Contains(errOut, want) {
-			return fmt.Errorf("stderr %q, want %q", errOut, want)
-		}
-		return nil
-	})
+		name := "host-" + strings.ReplaceAll(version, ".", "-")
+		servertest.Eventually(t, 10*time.Second, 100*time.Millisecond, func() error {
+			_, _, _ = run(t, "", "delete", "pod", name, "-n", ns, "--ignore-not-found", "--grace-period=0", "--force")
+			_, errOut, err := servertest.RunKubectl(bin, home, srv.Kubeconfig, podYAML(ns, name, hostPathVolume, ""), "create", "-f", "-")
+			if err != nil {
+				t.Fatalf("kubectl %s: warn mode refused the pod: %v %s", version, err, errOut)
+			}
+			want := `Warning: would violate PodSecurity "baseline:latest": hostPath volumes (volume "host")`
+			if !strings.Contains(errOut, want) {
+				return fmt.Errorf("kubectl %s: stderr %q, want %q", version, errOut, want)
+			}
+			return nil
+		})
+	}
 }
 
 // TestResourceQuota: a pod past the quota's CPU limit is refused with upstream's message.
