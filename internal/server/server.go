@@ -22,10 +22,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"kubeos.dev/kube/internal/apiserver/discovery"
 	"kubeos.dev/kube/internal/apiserver/filters"
 	"kubeos.dev/kube/internal/apiserver/openapi"
+	"kubeos.dev/kube/internal/apiserver/proxy"
 	"kubeos.dev/kube/internal/apiserver/request"
 	restapi "kubeos.dev/kube/internal/apiserver/rest"
 	"kubeos.dev/kube/internal/etcd"
@@ -75,6 +77,11 @@ type Server struct {
 // started is stopped again.
 func New(ctx context.Context, o Options) (_ *Server, err error) {
 	s := &Server{opts: o, ready: make(chan struct{}), gcHints: make(chan schema.GroupResource, 1024)}
+	// Upstream's code inside the server (strategies, admission plugins, controllers) logs
+	// through klog: into the server's log, not the process's stderr.
+	if o.Log != nil {
+		klog.SetSlogLogger(o.Log)
+	}
 	defer func() {
 		if err != nil {
 			s.close()
@@ -195,7 +202,25 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	sec.admission.Validating = s.lifecycle.validators(sec.admission.Validating)
 	watchesDone := make(chan struct{})
+	// Connect subresources (pods/log, exec, attach, portforward, proxy; nodes/proxy;
+	// services/proxy): internal/apiserver/proxy, toward node agents as
+	// kube-apiserver-kubelet-client.
+	kubeletTLS, err := proxy.KubeletClientTLS(s.pki)
+	if err != nil {
+		return err
+	}
+	connect, err := proxy.New(proxy.Options{
+		Objects:    proxy.StoreObjects{Store: s.Store},
+		KubeletTLS: kubeletTLS,
+		Authorize: func(ctx context.Context, u *request.User, info *request.Info) (bool, string) {
+			return filters.Allowed(ctx, s.lifecycle.authz, u, info)
+		},
+	})
+	if err != nil {
+		return err
+	}
 	resources := restapi.New(restapi.Options{
+		Connect:  connect,
 		Registry: s.Registry, Store: s.Store, Caches: caches, Log: o.Log,
 		OpenWatches: m.OpenWatches, Done: watchesDone,
 		// The garbage collector (internal/controllers/garbagecollector) always runs.
