@@ -77,6 +77,9 @@ type def struct {
 	scale  *registry.Scale
 	// connect are the connect subresources (pods/exec, ...).
 	connect []string
+	// indexed are the selectable fields the watch cache indexes (a pod's spec.nodeName: every
+	// node agent watches its own pods).
+	indexed []string
 	// storageVersion, when set, is the version objects are stored in (another served
 	// version of the same kind); objects are converted through the internal type.
 	storageVersion string
@@ -99,7 +102,7 @@ func defs() []def {
 				"ephemeralcontainers": {pod.EphemeralContainersStrategy, [][]string{{"spec", "ephemeralContainers"}}},
 				"resize":              {pod.ResizeStrategy, [][]string{{"spec", "containers"}, {"spec", "initContainers"}, {"spec", "resources"}}},
 			},
-			fields: podFields, connect: []string{"attach", "exec", "log", "portforward", "proxy"}},
+			fields: podFields, indexed: []string{"spec.nodeName"}, connect: []string{"attach", "exec", "log", "portforward", "proxy"}},
 		{group: "", version: "v1", kind: "Node", resource: "nodes", singular: "node", short: []string{"no"},
 			strategy: node.Strategy, status: node.StatusStrategy, connect: []string{"proxy"},
 			fields: func(o map[string]any, f fields.Set) { f["spec.unschedulable"] = boolField(o, "spec", "unschedulable") }},
@@ -235,6 +238,7 @@ func (d def) build() *registry.Kind {
 	k.Strategy = st
 	k.Scale = d.scale
 	k.Connect = d.connect
+	k.IndexedFields = d.indexed
 	k.TableRows = tableRows(gvk)
 	if d.fields != nil {
 		extra := d.fields
