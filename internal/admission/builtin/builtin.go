@@ -12,6 +12,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	upstream "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
@@ -153,7 +154,8 @@ func newBuiltin(cs kubernetes.Interface, o Options) (*Builtin, error) {
 	if served == nil {
 		served = func(schema.GroupVersionResource) bool { return true }
 	}
-	b := &Builtin{factory: informers.NewSharedInformerFactory(cs, 0), stop: make(chan struct{})}
+	b := &Builtin{factory: informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(dropManagedFields)),
+		stop: make(chan struct{})}
 	// The quota evaluators count only resources the server serves.
 	quotaConfig, err := quotaConfiguration(b.factory, served)
 	if err != nil {
@@ -196,6 +198,15 @@ plugins:
 	}
 	b.chain = upstream.NewChainHandler(chain...)
 	return b, nil
+}
+
+// dropManagedFields keeps the informers' copies smaller (every pod of the cluster, for
+// NodeRestriction and PodSecurity): no plugin reads managedFields.
+func dropManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // quotaConfiguration is upstream's admission quota configuration (pods, services and
