@@ -7,15 +7,21 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/utils/ptr"
 
 	"kubeos.dev/kube/internal/apiserver/proxy"
+	"kubeos.dev/kube/internal/apiserver/proxy/agenttest"
 	"kubeos.dev/kube/internal/pki"
 	"kubeos.dev/kube/internal/server/servertest"
 )
@@ -155,6 +161,52 @@ func TestKubectlNodeProxy(t *testing.T) {
 	}
 	if _, client := w.agent.LastRequest(); client != proxy.KubeletClientUser {
 		t.Errorf("agent saw client %q", client)
+	}
+}
+
+// TestKubectlPodAndServiceProxy: pods/proxy to the pod's IP and services/proxy to the
+// service's endpoint slice, read from storage, through kubectl get --raw.
+func TestKubectlPodAndServiceProxy(t *testing.T) {
+	w := newWorld(t, "podproxy")
+	if !w.proxyable {
+		t.Skip("no global unicast address on this machine: pods/proxy refuses a loopback pod IP, as upstream")
+	}
+	ctx := ctxT(t)
+	cs := clientset(t, adminConfig(t))
+	host, _, _ := net.SplitHostPort(w.agent.Addr)
+	port := agenttest.StartPod(t, host)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "websvc"}, Spec: corev1.ServiceSpec{
+		Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(int32(port))}},
+	}}
+	if _, err := cs.CoreV1().Services(w.ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "websvc-1", Labels: map[string]string{discoveryv1.LabelServiceName: "websvc"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{host}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: w.ns, Name: "web"}}},
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(port))}},
+	}
+	if _, err := cs.DiscoveryV1().EndpointSlices(w.ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	base := "/api/v1/namespaces/" + w.ns
+	for _, v := range kubectlVersions {
+		k := newKubectl(t, v, srv.Kubeconfig)
+		for path, want := range map[string]string{
+			base + "/pods/web:" + strconv.Itoa(port) + "/proxy/hello?x=1": "pod GET /hello?x=1",
+			base + "/services/websvc:http/proxy/hi":                       "pod GET /hi",
+			base + "/services/websvc:80/proxy/hi":                         "pod GET /hi",
+		} {
+			if out := k.ok("", "get", "--raw", path); out != want {
+				t.Errorf("kubectl.%s get --raw %s: %q, want %q", v, path, out, want)
+			}
+		}
+		_, errOut, err := k.run("", "get", "--raw", base+"/services/nosvc:http/proxy/")
+		if err == nil || !strings.Contains(errOut, `no endpoints available for service "nosvc"`) {
+			t.Errorf("kubectl.%s services/nosvc/proxy: %v %q", v, err, errOut)
+		}
 	}
 }
 
