@@ -120,7 +120,8 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := c.client.CoordinationV1().Leases(leaseNamespace).Delete(ctx, c.lease, metav1.DeleteOptions{}); err == nil {
 		log.Info("removed this server's stale entry from the kubernetes Service")
 		if err := c.reconcileEndpoints(ctx, false); err != nil {
-			log.Warn("kubernetes Service endpoints", "err", err)
+			// Alone, upstream's rule keeps the entry until this server lists itself again.
+			log.Info("kubernetes Service endpoints left as they are until this server is ready", "reason", err)
 		}
 	}
 	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, c.ready); err != nil {
