@@ -64,6 +64,46 @@ func (s *Server) bootstrap(ctx context.Context) error {
 	return nil
 }
 
+// publishClientCA writes kube-system/extension-apiserver-authentication once admission is
+// running (namespaced writes wait for its informers).
+func (s *Server) publishClientCA(ctx context.Context) error {
+	cfg, err := s.LoopbackConfig("system:apiserver", "system:masters")
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// kube-system/extension-apiserver-authentication: the CA that signs client
+	// certificates, which components serving their own endpoints (kube-scheduler,
+	// kube-controller-manager, aggregated API servers) read to authenticate their callers,
+	// as kube-apiserver publishes it.
+	authCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "extension-apiserver-authentication", Namespace: metav1.NamespaceSystem},
+		Data: map[string]string{"client-ca-file": string(s.pki.CAPEM)}}
+	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		cur, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, authCM.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Create(ctx, authCM, metav1.CreateOptions{})
+		case err == nil && cur.Data["client-ca-file"] != authCM.Data["client-ca-file"]:
+			cur.Data = authCM.Data
+			_, err = cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Update(ctx, cur, metav1.UpdateOptions{})
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) {
+			s.opts.Log.Warn("bootstrap: extension-apiserver-authentication", "err", err)
+			return false, nil
+		}
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("bootstrap extension-apiserver-authentication: %w", err)
+	}
+	return nil
+}
+
 // startControllers starts the built-in controllers; each stops when ctx ends and wg tracks them.
 func (s *Server) startControllers(ctx context.Context, wg *sync.WaitGroup) error {
 	// Namespace deletion and garbage collection run on the server holding their Lease.

@@ -33,6 +33,11 @@ type Options struct {
 	// EtcdServers points at an external etcd cluster; empty runs an embedded member.
 	EtcdServers                           []string
 	EtcdCertFile, EtcdKeyFile, EtcdCAFile string
+	// DenyPrivileged refuses pods with privileged containers in validation, as
+	// kube-apiserver's --allow-privileged=false (its default). Kube allows them by default, as
+	// kubeadm, kind and k3s configure kube-apiserver: PodSecurity admission is where a
+	// namespace refuses them.
+	DenyPrivileged bool
 	// EtcdUnsafeNoFsync turns fsync off in the embedded member (benchmarks only).
 	EtcdUnsafeNoFsync bool
 	// CompactionInterval is how often etcd history is compacted; 0 disables.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/capabilities"
 
 	"kubeos.dev/kube/internal/apiserver/discovery"
 	"kubeos.dev/kube/internal/apiserver/filters"
@@ -82,6 +83,9 @@ func New(ctx context.Context, o Options) (_ *Server, err error) {
 	if o.Log != nil {
 		klog.SetSlogLogger(o.Log)
 	}
+	// Pod validation reads whether privileged containers are allowed from upstream's
+	// process-wide capabilities.
+	capabilities.Setup(!o.DenyPrivileged, 0)
 	defer func() {
 		if err != nil {
 			s.close()
@@ -303,6 +307,12 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	if err := s.startAuth(ctrlCtx, &wg); err != nil {
+		stopControllers()
+		wg.Wait()
+		srv.Close()
+		return err
+	}
+	if err := s.publishClientCA(ctrlCtx); err != nil {
 		stopControllers()
 		wg.Wait()
 		srv.Close()

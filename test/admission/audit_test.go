@@ -153,7 +153,9 @@ func checkWebhookAudit(t *testing.T) {
 	eventually(t, "webhook requests in the audit log", func() error {
 		var sawDenied, sawMutated bool
 		for _, ev := range auditEvents(t) {
-			if ev.ObjectRef == nil || ev.ObjectRef.Namespace != "wh-kubectl" || ev.Verb != "create" || ev.Stage != auditv1.StageResponseComplete {
+			// Only the test's configmaps: the namespace's default ServiceAccount and
+			// kube-root-ca.crt are created by controllers.
+			if ev.ObjectRef == nil || ev.ObjectRef.Namespace != "wh-kubectl" || ev.Verb != "create" || ev.Stage != auditv1.StageResponseComplete || ev.ObjectRef.Resource != "configmaps" || ev.ObjectRef.Name == "kube-root-ca.crt" {
 				continue
 			}
 			if ev.Level != auditv1.LevelRequest || ev.RequestObject == nil || ev.ResponseObject != nil {

@@ -147,6 +147,11 @@ func (c *call) deleteObject(key string, opts *metav1.DeleteOptions, wo writeOpti
 		if err != nil {
 			return nil, false, err
 		}
+		// Mutating admission sees deletes too (NamespaceLifecycle refuses deleting the
+		// immortal namespaces there), as upstream's delete handler runs it.
+		if err := c.admit(admission.Delete, nil, old, wo.dryRun); err != nil {
+			return nil, false, err
+		}
 		if err := c.validateAdmission(admission.Delete, nil, old, wo.dryRun); err != nil {
 			return nil, false, err
 		}
