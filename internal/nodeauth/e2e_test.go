@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -200,6 +202,50 @@ func TestNodeAuthorization(t *testing.T) {
 	}
 	_, err = n1.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "n2", metav1.GetOptions{})
 	forbidden(t, "n1 reads n2's Lease", err, "can only access node lease with the same name")
+
+	// Tokens: for the service account its pod runs as, bound to that pod (NodeRestriction
+	// wants the binding); not for another service account.
+	must(cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "unused"}}, metav1.CreateOptions{}))
+	token := func(sa string) error {
+		_, err := n1.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: "p1", UID: p1.UID}}}, metav1.CreateOptions{})
+		return err
+	}
+	if p1.Spec.ServiceAccountName != "default" {
+		t.Fatalf("pod p1 runs as %q, want default", p1.Spec.ServiceAccountName)
+	}
+	if err := token("default"); err != nil {
+		t.Fatalf("n1 requests a token for its pod's service account: %v", err)
+	}
+	forbidden(t, "n1 requests a token for another service account", token("unused"), "no relationship found")
+
+	// Volumes: the claim its pod mounts and the volume bound to that claim.
+	must(cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim1"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}, metav1.CreateOptions{}))
+	for _, pv := range []string{"pv1", "pv-other"} {
+		v := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pv}, Spec: corev1.PersistentVolumeSpec{
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + pv}}}}
+		if pv == "pv1" {
+			v.Spec.ClaimRef = &corev1.ObjectReference{Namespace: ns, Name: "claim1"}
+		}
+		must(cs.CoreV1().PersistentVolumes().Create(ctx, v, metav1.CreateOptions{}))
+	}
+	p3 := pod("p3", "n1", "s3", "")
+	p3.Spec.Volumes = append(p3.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim1"}}})
+	must(cs.CoreV1().Pods(ns).Create(ctx, p3, metav1.CreateOptions{}))
+	servertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if _, err := n1.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "claim1", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		_, err := n1.CoreV1().PersistentVolumes().Get(ctx, "pv1", metav1.GetOptions{})
+		return err
+	})
+	_, err = n1.CoreV1().PersistentVolumes().Get(ctx, "pv-other", metav1.GetOptions{})
+	forbidden(t, "n1 reads an unrelated volume", err, "no relationship found")
 
 	// Access reviews answer as the requests were answered.
 	review := func(name string) *authorizationv1.SubjectAccessReview {
