@@ -107,8 +107,9 @@ func pod(name, node string, secret string, configMap string) *corev1.Pod {
 // TestNodeAuthorization: node n1, authenticated by a client certificate in system:nodes,
 // reads its own Node but not n2's, the secret and configmap its pod uses but not another
 // node's pod's secret nor an unrelated one, updates its pod's status but not that of n2's
-// pod, holds its own Lease only; access reviews answer the same; deleting its pod takes the
-// pod's secret away.
+// pod, holds its own Lease only, gets tokens for its pod's service account only, reads the
+// claim and volume its pod mounts only; access reviews (SubjectAccessReview, kubectl auth
+// can-i) answer the same; deleting its pod takes the pod's secret away.
 func TestNodeAuthorization(t *testing.T) {
 	ctx := context.Background()
 	cs := admin(t)
