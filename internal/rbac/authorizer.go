@@ -119,6 +119,6 @@ func AttributesOf(u *request.User, info *request.Info) Attributes {
 		User: u.Name, Groups: u.Groups,
 		ResourceRequest: info.IsResourceRequest, Verb: info.Verb,
 		APIGroup: info.APIGroup, Resource: info.Resource, Subresource: info.Subresource,
-		Namespace: info.Namespace, Name: info.Name, Path: info.Path,
+		Namespace: info.Namespace, Name: info.AuthzName(), Path: info.Path,
 	}
 }

@@ -153,6 +153,7 @@ func New(ctx context.Context, o Options) (_ *Server, err error) {
 	if err = s.newAuth(); err != nil {
 		return nil, err
 	}
+	s.authorizeWorkload()
 	// --- Services: cluster IP and node port allocation (services.go) ---
 	if err = s.newServices(); err != nil {
 		return nil, err

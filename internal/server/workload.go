@@ -1,8 +1,13 @@
 package server
 
 import (
+	"context"
+	"slices"
+
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/kubernetes"
 
+	"kubeos.dev/kube/internal/rbac"
 	"kubeos.dev/kube/internal/registry/workload"
 )
 
@@ -21,4 +26,22 @@ func (s *Server) wireWorkload() error {
 	workload.Wire(s.Registry, &workload.Deps{Store: s.Store, Client: cs})
 	workload.SetNamespaceClient(cs.CoreV1().Namespaces())
 	return nil
+}
+
+// authorizeWorkload gives the workload strategies that authorize within a write (a
+// PodCertificateRequest's signer) the RBAC decisions.
+func (s *Server) authorizeWorkload() {
+	workload.SetAuthorizer(func(_ context.Context, a authorizer.Attributes) bool {
+		u := a.GetUser()
+		if u == nil {
+			return false
+		}
+		if slices.Contains(u.GetGroups(), "system:masters") {
+			return true
+		}
+		snap := s.auth.authz.Snapshot()
+		return snap != nil && snap.Allows(&rbac.Attributes{User: u.GetName(), Groups: u.GetGroups(), ResourceRequest: a.IsResourceRequest(),
+			Verb: a.GetVerb(), APIGroup: a.GetAPIGroup(), Resource: a.GetResource(), Subresource: a.GetSubresource(),
+			Namespace: a.GetNamespace(), Name: a.GetName(), Path: a.GetPath()})
+	})
 }

@@ -2,6 +2,7 @@ package request
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/fields"
 	"net/http"
 	"slices"
 	"strings"
@@ -24,12 +25,25 @@ type Info struct {
 	Subresource, Name    string
 	// Parts are the path segments after the namespace (or version for cluster paths).
 	Parts []string
+	// SelectorName is, for a list or watch without a name, the name its fieldSelector
+	// requires (metadata.name=X): authorizers decide on it as on a name (AuthzName), as
+	// upstream's request info does, so a role limited to resourceNames can list and watch
+	// its objects.
+	SelectorName string
 	// UserAgent is the request's User-Agent header: authorizers that constrain how a user
 	// calls (AccessPolicy via) read it here.
 	UserAgent string
 	// Impersonator is the authenticated user when the request impersonates another (the
 	// request's user is then the impersonated one), else "".
 	Impersonator string
+}
+
+// AuthzName is the name authorizers decide on: Name, or SelectorName for a list or watch.
+func (i *Info) AuthzName() string {
+	if i.Name == "" {
+		return i.SelectorName
+	}
+	return i.Name
 }
 
 // VerbUnknown is the verb of a resource request whose HTTP method maps to no Kubernetes verb.
@@ -137,6 +151,13 @@ func Parse(r *http.Request) *Info {
 		// Methods are case-sensitive: "delete" or "deletecollection" as a method must not
 		// pass for the verb.
 		info.Verb = VerbUnknown
+	}
+	if info.Name == "" && (info.Verb == "list" || info.Verb == "watch") {
+		if fs := r.URL.Query().Get("fieldSelector"); fs != "" {
+			if sel, err := fields.ParseSelector(fs); err == nil {
+				info.SelectorName, _ = sel.RequiresExactMatch("metadata.name")
+			}
+		}
 	}
 	return info
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
@@ -87,3 +88,24 @@ func (n *lazyNamespaces) Get(ctx context.Context, name string, opts metav1.GetOp
 // SetNamespaceClient gives the resource claim strategies the client they read namespaces
 // with.
 func SetNamespaceClient(c corev1client.NamespaceInterface) { namespaces.client.Store(&c) }
+
+// signerAuthorizer answers upstream's PodCertificateRequest status strategy, which asks
+// whether the writer may "sign" for the request's signer, with the server's authorizer
+// (SetAuthorizer); until it is set, it denies.
+type signerAuthorizer struct{}
+
+// Authorize is a decision of the server's authorizer: allowed or not.
+type Authorize func(ctx context.Context, a authorizer.Attributes) bool
+
+var authorize atomic.Pointer[Authorize]
+
+// SetAuthorizer gives the strategies that authorize within a write (a PodCertificateRequest's
+// signer) the server's authorizer.
+func SetAuthorizer(f Authorize) { authorize.Store(&f) }
+
+func (signerAuthorizer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if f := authorize.Load(); f != nil && (*f)(ctx, a) {
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}

@@ -19,6 +19,11 @@ import (
 	"k8s.io/kubernetes/pkg/registry/batch/cronjob"
 	"k8s.io/kubernetes/pkg/registry/batch/job"
 	"k8s.io/kubernetes/pkg/registry/certificates/certificates"
+	"k8s.io/kubernetes/pkg/registry/certificates/clustertrustbundle"
+	"k8s.io/kubernetes/pkg/registry/certificates/podcertificaterequest"
+	"k8s.io/kubernetes/pkg/registry/resource/devicetaintrule"
+	"k8s.io/kubernetes/pkg/registry/storagemigration/storagemigration"
+	"k8s.io/utils/clock"
 	"k8s.io/kubernetes/pkg/registry/core/endpoint"
 	"k8s.io/kubernetes/pkg/registry/core/limitrange"
 	"k8s.io/kubernetes/pkg/registry/core/node"
@@ -192,13 +197,27 @@ func defs() []def {
 				f["spec.driver"] = strField(o, "spec", "driver")
 			}},
 
+		{group: "resource.k8s.io", version: "v1", kind: "DeviceTaintRule", resource: "devicetaintrules", singular: "devicetaintrule",
+			strategy: devicetaintrule.Strategy, status: devicetaintrule.StatusStrategy},
+
+		// storagemigration.k8s.io/v1 (kube-controller-manager's storage version migrator)
+		{group: "storagemigration.k8s.io", version: "v1", kind: "StorageVersionMigration", resource: "storageversionmigrations", singular: "storageversionmigration",
+			strategy: storagemigration.Strategy, status: storagemigration.StatusStrategy},
+
 		// certificates.k8s.io/v1
+		{group: "certificates.k8s.io", version: "v1", kind: "ClusterTrustBundle", resource: "clustertrustbundles", singular: "clustertrustbundle", strategy: clustertrustbundle.Strategy},
+		{group: "certificates.k8s.io", version: "v1", kind: "PodCertificateRequest", resource: "podcertificaterequests", singular: "podcertificaterequest", namespaced: true,
+			strategy: podCertificateRequests, status: podcertificaterequest.NewStatusStrategy(podCertificateRequests, signerAuthorizer{}, clock.RealClock{})},
 		{group: "certificates.k8s.io", version: "v1", kind: "CertificateSigningRequest", resource: "certificatesigningrequests", singular: "certificatesigningrequest", short: []string{"csr"},
 			strategy: certificates.Strategy, status: certificates.StatusStrategy,
 			fieldSubs: map[string]fieldSub{"approval": {certificates.ApprovalStrategy, [][]string{{"status", "conditions"}}}},
 			fields:    func(o map[string]any, f fields.Set) { f["spec.signerName"] = strField(o, "spec", "signerName") }},
 	}
 }
+
+// podCertificateRequests is upstream's strategy for PodCertificateRequests; their status is
+// written by signers, which signerAuthorizer vouches for (see there).
+var podCertificateRequests = podcertificaterequest.NewStrategy()
 
 // claimStrategy checks adminAccess against namespaces' labels through namespaces.
 var claimStrategy = resourceclaim.NewStrategy(namespaces, nil)
