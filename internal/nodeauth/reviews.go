@@ -98,3 +98,38 @@ func reviewAttributes(ctx context.Context, review *unstructured.Unstructured, se
 	}
 	return authorizer.AttributesRecord{}, apierrors.NewBadRequest("SelfSubjectAccessReview without resourceAttributes or nonResourceAttributes")
 }
+
+// SelfRulesReview wraps the SelfSubjectRulesReview hook (RBAC's rules) as upstream's
+// rule-resolver union answers for a node: the Node authorizer cannot enumerate what a node
+// may do, so the review is incomplete and carries its evaluation error.
+func (a *Authorizer) SelfRulesReview(next Hook) Hook {
+	return func(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		out, err := next(ctx, obj)
+		if err != nil || out == nil {
+			return out, err
+		}
+		u, ok := request.UserFrom(ctx)
+		if !ok || u == nil {
+			return out, nil
+		}
+		ns, _, _ := unstructured.NestedString(out.Object, "spec", "namespace")
+		info := &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
+		_, _, incomplete, rerr := a.authz.RulesFor(ctx, info, ns)
+		if !incomplete && rerr == nil {
+			return out, nil
+		}
+		if err := unstructured.SetNestedField(out.Object, true, "status", "incomplete"); err != nil {
+			return nil, err
+		}
+		if rerr != nil {
+			msg := rerr.Error()
+			if prev, _, _ := unstructured.NestedString(out.Object, "status", "evaluationError"); prev != "" {
+				msg = prev + ", " + msg
+			}
+			if err := unstructured.SetNestedField(out.Object, msg, "status", "evaluationError"); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+}

@@ -63,7 +63,7 @@ func (s *Server) newAuth() error {
 		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.SelfSubjectAccessReviews}:  sec.node.SelfReview(sec.authz.CreateSelfSubjectAccessReview),
 		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.SubjectAccessReviews}:      sec.node.Review(sec.authz.CreateSubjectAccessReview),
 		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.LocalSubjectAccessReviews}: sec.node.Review(sec.authz.CreateLocalSubjectAccessReview),
-		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.SelfSubjectRulesReviews}:   sec.authz.CreateSelfSubjectRulesReview,
+		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.SelfSubjectRulesReviews}:   sec.node.SelfRulesReview(sec.authz.CreateSelfSubjectRulesReview),
 		{Group: "authentication.k8s.io", Version: "v1", Resource: registry.SelfSubjectReviews}:       rbac.CreateSelfSubjectReview,
 		{Group: "authentication.k8s.io", Version: "v1beta1", Resource: registry.SelfSubjectReviews}:  rbac.CreateSelfSubjectReview,
 		{Group: "authentication.k8s.io", Version: "v1", Resource: registry.TokenReviews}:             sec.createTokenReview,
