@@ -143,6 +143,14 @@ func New(cfg Config) (*Allocator, error) {
 	return a, nil
 }
 
+// hasRange says m has built the allocator of at least one ServiceCIDR. MetaAllocator does not
+// say so itself; its DryRun returns an empty *Allocator exactly when it has none. (Free
+// cannot tell: with no range it is minus the addresses in use.)
+func hasRange(m *ipallocator.MetaAllocator) bool {
+	_, none := m.DryRun().(*ipallocator.Allocator)
+	return !none
+}
+
 func (a *Allocator) destroy() {
 	for _, m := range a.metas {
 		m.Destroy()
@@ -200,7 +208,7 @@ func (a *Allocator) Start(ctx context.Context) error {
 	// The allocators pick up the default ServiceCIDR from their informer in their own
 	// worker; wait for them so that the first Service does not find no range at all.
 	for _, m := range a.metas {
-		for m.Free() == 0 && ctx.Err() == nil {
+		for !hasRange(m) && ctx.Err() == nil {
 			select {
 			case <-ctx.Done():
 			case <-time.After(20 * time.Millisecond):

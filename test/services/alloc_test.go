@@ -363,3 +363,38 @@ func TestNodePorts(t *testing.T) {
 		t.Fatalf("ports of a deleted Service not reusable: %v", err)
 	}
 }
+
+// ExternalName → ClusterIP allocates a cluster IP; ClusterIP → ExternalName releases it.
+func TestExternalNameTypeChanges(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "externalname")
+	svcs := cs.CoreV1().Services(ns)
+	c, err := svcs.Create(ctx, service("c", corev1.ServiceTypeClusterIP), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIPAddress(t, c.Spec.ClusterIP, ns, "c")
+	cur := c.DeepCopy()
+	cur.Spec.Type, cur.Spec.ExternalName = corev1.ServiceTypeExternalName, "example.com"
+	cur.Spec.ClusterIP, cur.Spec.ClusterIPs, cur.Spec.IPFamilies, cur.Spec.IPFamilyPolicy = "", nil, nil, nil
+	cur.Spec.Selector = nil
+	if _, err := svcs.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ipAddressGone(t, c.Spec.ClusterIP)
+
+	e, err := svcs.Create(ctx, service("e", corev1.ServiceTypeExternalName, func(s *corev1.Service) { s.Spec.ExternalName = "example.com"; s.Spec.Selector = nil }), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur = e.DeepCopy()
+	cur.Spec.Type, cur.Spec.ExternalName = corev1.ServiceTypeClusterIP, ""
+	up, err := svcs.Update(ctx, cur, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.Spec.ClusterIP == "" {
+		t.Fatal("ExternalName → ClusterIP got no cluster IP")
+	}
+	checkIPAddress(t, up.Spec.ClusterIP, ns, "e")
+}

@@ -3,6 +3,7 @@ package services
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -78,7 +79,9 @@ func allocationState(ctx context.Context, cs kubernetes.Interface) (bad, pending
 func TestKillDuringCreates(t *testing.T) {
 	t.Parallel()
 	dir, port := t.TempDir(), freePort(t)
-	p := startServer(t, "server", dir, port)
+	// The ranges as a user sets them, by flag.
+	flags := []string{"--service-cluster-ip-range", "10.120.0.0/16", "--service-node-port-range", "32000-32099"}
+	p := startServer(t, "server", dir, port, flags...)
 	ctx := context.Background()
 	cs := p.cs
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "crash"}}, metav1.CreateOptions{}); err != nil {
@@ -121,7 +124,7 @@ func TestKillDuringCreates(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d Services acknowledged before SIGKILL", created.Load())
 
-	p = startServer(t, "server restarted", dir, port)
+	p = startServer(t, "server restarted", dir, port, flags...)
 	bad, pending, err := allocationState(ctx, p.cs)
 	if err != nil {
 		t.Fatal(err)
@@ -143,11 +146,29 @@ func TestKillDuringCreates(t *testing.T) {
 			t.Fatalf("duplicates: %v", bad)
 		}
 		if err == nil && len(pending) == 0 {
-			return
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("not repaired within %s: %v %v", repairDeadline, pending, err)
 		}
 		time.Sleep(time.Second)
+	}
+	svcs, err := p.cs.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagRange := netip.MustParsePrefix("10.120.0.0/16")
+	for _, s := range svcs.Items {
+		if a, err := netip.ParseAddr(s.Spec.ClusterIP); err != nil || !flagRange.Contains(a) {
+			t.Errorf("%s/%s: cluster IP %q not in --service-cluster-ip-range", s.Namespace, s.Name, s.Spec.ClusterIP)
+		}
+		if s.Name == "kubernetes" && s.Spec.ClusterIP != "10.120.0.1" {
+			t.Errorf("kubernetes Service on %s, want 10.120.0.1", s.Spec.ClusterIP)
+		}
+		for _, sp := range s.Spec.Ports {
+			if sp.NodePort != 0 && (sp.NodePort < 32000 || sp.NodePort > 32099) {
+				t.Errorf("%s/%s: node port %d not in --service-node-port-range", s.Namespace, s.Name, sp.NodePort)
+			}
+		}
 	}
 }
