@@ -70,12 +70,11 @@ func (a *Authorizer) Authorize(ctx context.Context, u *request.User, info *reque
 // watch pods only with fieldSelector spec.nodeName=<itself>).
 type Selectors struct{ Field, Label string }
 
-// selectorsOf is where the request's selectors come from. request.Info does not carry
-// them yet (see the package's report to the lead: Info.FieldSelector and
-// Info.LabelSelector, set by request.Parse for list/watch/deletecollection as upstream's
-// RequestInfoFactory sets them); until it does, a node's list/watch of pods scoped by
-// spec.nodeName has no Node-authorizer opinion and falls to RBAC.
-func selectorsOf(*request.Info) Selectors { return Selectors{} }
+// selectorsOf is where the request's selectors come from: request.Parse keeps them for
+// list, watch and deletecollection, as upstream's RequestInfoFactory does.
+func selectorsOf(info *request.Info) Selectors {
+	return Selectors{Field: info.FieldSelector, Label: info.LabelSelector}
+}
 
 // Attributes adapts a request to upstream's authorizer.Attributes, as kube-apiserver's
 // GetAuthorizerAttributes builds them from its RequestInfo: selectors are parsed (a parse
@@ -91,7 +90,7 @@ func Attributes(u *request.User, info *request.Info, sel Selectors) authorizer.A
 		Resource:        info.Resource,
 		Subresource:     info.Subresource,
 		Namespace:       info.Namespace,
-		Name:            info.Name,
+		Name:            info.AuthzName(),
 	}
 	if u != nil {
 		a.User = &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	schedulingapiv1 "k8s.io/kubernetes/pkg/apis/scheduling/v1"
+	"k8s.io/kubernetes/pkg/controlplane/controller/legacytokentracking"
 
 	crdcontroller "kubeos.dev/kube/internal/controllers/crd"
 	"kubeos.dev/kube/internal/controllers/leader"
@@ -101,6 +102,25 @@ func (s *Server) publishClientCA(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bootstrap extension-apiserver-authentication: %w", err)
 	}
+	return nil
+}
+
+// startLegacyTokenTracking runs upstream's legacy token tracking controller, which every
+// kube-apiserver runs: kube-system/kube-apiserver-legacy-service-account-token-tracking says
+// since when legacy service-account token use is tracked (kube-controller-manager's
+// legacy token cleaner reads it).
+func (s *Server) startLegacyTokenTracking(ctx context.Context, wg *sync.WaitGroup) error {
+	cfg, err := s.LoopbackConfig("system:apiserver", "system:masters")
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	c := legacytokentracking.NewController(cs)
+	wg.Add(1)
+	go func() { defer wg.Done(); c.RunWithContext(ctx) }()
 	return nil
 }
 

@@ -319,6 +319,12 @@ func (s *Server) Run(ctx context.Context) error {
 		srv.Close()
 		return err
 	}
+	if err := s.startLegacyTokenTracking(ctrlCtx, &wg); err != nil {
+		stopControllers()
+		wg.Wait()
+		srv.Close()
+		return err
+	}
 	if err := s.startControllers(ctrlCtx, &wg); err != nil {
 		stopControllers()
 		wg.Wait()

@@ -30,6 +30,10 @@ type Info struct {
 	// upstream's request info does, so a role limited to resourceNames can list and watch
 	// its objects.
 	SelectorName string
+	// FieldSelector and LabelSelector are a list's, watch's or deletecollection's selectors
+	// as sent, for authorizers that decide on them (a node may list only its own pods, by
+	// spec.nodeName), as upstream's request info carries them.
+	FieldSelector, LabelSelector string
 	// UserAgent is the request's User-Agent header: authorizers that constrain how a user
 	// calls (AccessPolicy via) read it here.
 	UserAgent string
@@ -152,8 +156,12 @@ func Parse(r *http.Request) *Info {
 		// pass for the verb.
 		info.Verb = VerbUnknown
 	}
+	if info.Name == "" && (info.Verb == "list" || info.Verb == "watch" || info.Verb == "deletecollection") {
+		q := r.URL.Query()
+		info.FieldSelector, info.LabelSelector = q.Get("fieldSelector"), q.Get("labelSelector")
+	}
 	if info.Name == "" && (info.Verb == "list" || info.Verb == "watch") {
-		if fs := r.URL.Query().Get("fieldSelector"); fs != "" {
+		if fs := info.FieldSelector; fs != "" {
 			if sel, err := fields.ParseSelector(fs); err == nil {
 				info.SelectorName, _ = sel.RequiresExactMatch("metadata.name")
 			}

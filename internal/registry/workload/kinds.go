@@ -195,6 +195,7 @@ func defs() []def {
 			fields: func(o map[string]any, f fields.Set) {
 				f["spec.nodeName"] = strField(o, "spec", "nodeName")
 				f["spec.driver"] = strField(o, "spec", "driver")
+				f["spec.pool.name"] = strField(o, "spec", "pool", "name")
 			}},
 
 		{group: "resource.k8s.io", version: "v1", kind: "DeviceTaintRule", resource: "devicetaintrules", singular: "devicetaintrule",
@@ -205,9 +206,15 @@ func defs() []def {
 			strategy: storagemigration.Strategy, status: storagemigration.StatusStrategy},
 
 		// certificates.k8s.io/v1
-		{group: "certificates.k8s.io", version: "v1", kind: "ClusterTrustBundle", resource: "clustertrustbundles", singular: "clustertrustbundle", strategy: clustertrustbundle.Strategy},
+		{group: "certificates.k8s.io", version: "v1", kind: "ClusterTrustBundle", resource: "clustertrustbundles", singular: "clustertrustbundle", strategy: clustertrustbundle.Strategy,
+			fields: func(o map[string]any, f fields.Set) { f["spec.signerName"] = strField(o, "spec", "signerName") }},
 		{group: "certificates.k8s.io", version: "v1", kind: "PodCertificateRequest", resource: "podcertificaterequests", singular: "podcertificaterequest", namespaced: true,
-			strategy: podCertificateRequests, status: podcertificaterequest.NewStatusStrategy(podCertificateRequests, signerAuthorizer{}, clock.RealClock{})},
+			strategy: podCertificateRequests, status: podcertificaterequest.NewStatusStrategy(podCertificateRequests, signerAuthorizer{}, clock.RealClock{}),
+			fields: func(o map[string]any, f fields.Set) {
+				f["spec.signerName"] = strField(o, "spec", "signerName")
+				f["spec.podName"] = strField(o, "spec", "podName")
+				f["spec.nodeName"] = strField(o, "spec", "nodeName")
+			}},
 		{group: "certificates.k8s.io", version: "v1", kind: "CertificateSigningRequest", resource: "certificatesigningrequests", singular: "certificatesigningrequest", short: []string{"csr"},
 			strategy: certificates.Strategy, status: certificates.StatusStrategy,
 			fieldSubs: map[string]fieldSub{"approval": {certificates.ApprovalStrategy, [][]string{{"status", "conditions"}}}},
