@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"kubeos.dev/kube/internal/servicealloc"
 )
 
@@ -33,6 +35,14 @@ type Options struct {
 	// EtcdServers points at an external etcd cluster; empty runs an embedded member.
 	EtcdServers                           []string
 	EtcdCertFile, EtcdKeyFile, EtcdCAFile string
+	// KubeletPreferredAddressTypes are the node address types tried, in order, to reach a
+	// node's agent (kube-apiserver's --kubelet-preferred-address-types); nil means
+	// kube-apiserver's default, Hostname, InternalDNS, InternalIP, ExternalDNS, ExternalIP.
+	KubeletPreferredAddressTypes []string
+	// KubeletCertificateAuthority is a CA file that node agents' serving certificates must
+	// chain to; empty means they are not verified, as kube-apiserver's
+	// --kubelet-certificate-authority (a kubelet's default certificate is self-signed).
+	KubeletCertificateAuthority string
 	// DenyPrivileged refuses pods with privileged containers in validation, as
 	// kube-apiserver's --allow-privileged=false (its default). Kube allows them by default, as
 	// kubeadm, kind and k3s configure kube-apiserver: PodSecurity admission is where a
@@ -117,6 +127,13 @@ func (o *Options) Validate() error {
 	}
 	if o.SecurePort < 0 || o.SecurePort > 65535 {
 		return fmt.Errorf("--secure-port %d is out of range", o.SecurePort)
+	}
+	for _, t := range o.KubeletPreferredAddressTypes {
+		switch corev1.NodeAddressType(t) {
+		case corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeInternalIP, corev1.NodeExternalDNS, corev1.NodeExternalIP:
+		default:
+			return fmt.Errorf("--kubelet-preferred-address-types: %q is not one of Hostname, InternalDNS, InternalIP, ExternalDNS, ExternalIP", t)
+		}
 	}
 	if o.AdvertiseAddress != "" && net.ParseIP(o.AdvertiseAddress) == nil {
 		return fmt.Errorf("--advertise-address %q is not an IP address", o.AdvertiseAddress)

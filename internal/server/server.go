@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -214,9 +217,31 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if ca := o.KubeletCertificateAuthority; ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return fmt.Errorf("--kubelet-certificate-authority: %w", err)
+		}
+		kubeletTLS.RootCAs = x509.NewCertPool()
+		if !kubeletTLS.RootCAs.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--kubelet-certificate-authority: no certificate in %s", ca)
+		}
+	} else {
+		// As kube-apiserver without --kubelet-certificate-authority: a kubelet's serving
+		// certificate is self-signed unless it bootstraps one from the kubelet-serving signer.
+		kubeletTLS.InsecureSkipVerify = true
+	}
+	addressTypes := []corev1.NodeAddressType{corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeInternalIP, corev1.NodeExternalDNS, corev1.NodeExternalIP}
+	if len(o.KubeletPreferredAddressTypes) > 0 {
+		addressTypes = nil
+		for _, t := range o.KubeletPreferredAddressTypes {
+			addressTypes = append(addressTypes, corev1.NodeAddressType(t))
+		}
+	}
 	connect, err := proxy.New(proxy.Options{
-		Objects:    proxy.StoreObjects{Store: s.Store},
-		KubeletTLS: kubeletTLS,
+		Objects:               proxy.StoreObjects{Store: s.Store},
+		KubeletTLS:            kubeletTLS,
+		PreferredAddressTypes: addressTypes,
 		Authorize: func(ctx context.Context, u *request.User, info *request.Info) (bool, string) {
 			return filters.Allowed(ctx, s.lifecycle.authz, u, info)
 		},

@@ -246,12 +246,26 @@ func withAuthentication(h http.Handler, authns []Authenticator) http.Handler {
 	})
 }
 
+// longRunning says a request holds its connection for as long as the client wants, as
+// upstream's long-running check: the connect subresources (exec, attach, port-forward, log
+// streams, proxies). Like watches, they take no in-flight slot.
+func longRunning(info *request.Info) bool {
+	if !info.IsResourceRequest {
+		return false
+	}
+	switch info.Subresource {
+	case "attach", "exec", "log", "portforward", "proxy":
+		return true
+	}
+	return false
+}
+
 func withInFlightLimit(h http.Handler, o Options) http.Handler {
 	mutating := make(chan struct{}, o.MaxMutatingInFlight)
 	readOnly := make(chan struct{}, o.MaxReadOnlyInFlight)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info, _ := request.InfoFrom(r.Context())
-		if info.Verb == "watch" || (!info.IsResourceRequest && anonymousAllowed(r.URL.Path)) {
+		if info.Verb == "watch" || longRunning(info) || (!info.IsResourceRequest && anonymousAllowed(r.URL.Path)) {
 			h.ServeHTTP(w, r)
 			return
 		}
