@@ -121,7 +121,7 @@ func newServerCommand(out, errOut io.Writer) *cobra.Command {
 	f.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", servicealloc.DefaultServiceClusterIPRange, "CIDR Service cluster IPs are allocated from, or an IPv4 and an IPv6 CIDR (comma-separated) for dual-stack; its first address is the kubernetes Service's")
 	f.StringVar(&o.ServiceNodePortRange, "service-node-port-range", servicealloc.DefaultServiceNodePortRange, "port range (inclusive) NodePort and LoadBalancer Services get node ports from")
 	// --- end Services ---
-	f.StringSliceVar(&o.KubeletPreferredAddressTypes, "kubelet-preferred-address-types", []string{"Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"}, "node address types tried, in order, to reach node agents (logs, exec, port-forward, proxy)")
+	f.StringSliceVar(&o.KubeletPreferredAddressTypes, "kubelet-preferred-address-types", []string{"InternalIP", "ExternalIP", "Hostname"}, "node address types tried, in order, to reach node agents (logs, exec, port-forward, proxy); kubeadm's order")
 	f.StringVar(&o.KubeletCertificateAuthority, "kubelet-certificate-authority", "", "CA file node agents' serving certificates must chain to (empty: not verified, as kube-apiserver)")
 	f.BoolVar(&allowPrivileged, "allow-privileged", true, "allow privileged containers (kube-apiserver's default is false; kubeadm, kind and k3s set true); PodSecurity admission refuses them per namespace")
 	return cmd

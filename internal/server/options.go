@@ -37,7 +37,8 @@ type Options struct {
 	EtcdCertFile, EtcdKeyFile, EtcdCAFile string
 	// KubeletPreferredAddressTypes are the node address types tried, in order, to reach a
 	// node's agent (kube-apiserver's --kubelet-preferred-address-types); nil means
-	// kube-apiserver's default, Hostname, InternalDNS, InternalIP, ExternalDNS, ExternalIP.
+	// InternalIP, ExternalIP, Hostname, as kubeadm configures kube-apiserver (whose own
+	// default tries Hostname first, which control planes often cannot resolve).
 	KubeletPreferredAddressTypes []string
 	// KubeletCertificateAuthority is a CA file that node agents' serving certificates must
 	// chain to; empty means they are not verified, as kube-apiserver's

@@ -231,12 +231,9 @@ func (s *Server) Run(ctx context.Context) error {
 		// certificate is self-signed unless it bootstraps one from the kubelet-serving signer.
 		kubeletTLS.InsecureSkipVerify = true
 	}
-	addressTypes := []corev1.NodeAddressType{corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeInternalIP, corev1.NodeExternalDNS, corev1.NodeExternalIP}
-	if len(o.KubeletPreferredAddressTypes) > 0 {
-		addressTypes = nil
-		for _, t := range o.KubeletPreferredAddressTypes {
-			addressTypes = append(addressTypes, corev1.NodeAddressType(t))
-		}
+	var addressTypes []corev1.NodeAddressType // nil: the proxy's default (InternalIP first)
+	for _, t := range o.KubeletPreferredAddressTypes {
+		addressTypes = append(addressTypes, corev1.NodeAddressType(t))
 	}
 	connect, err := proxy.New(proxy.Options{
 		Objects:               proxy.StoreObjects{Store: s.Store},

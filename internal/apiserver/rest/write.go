@@ -568,8 +568,20 @@ func (c *call) update() {
 // state from the current one; the handler then enforces metadata, strategy and validation.
 // An object being deleted whose last finalizer goes is deleted.
 func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error)) (_ *unstructured.Unstructured, retErr error) {
+	// The kind's allocator runs between mutating admission and validation, as upstream's
+	// BeginUpdate hook; each attempt reserves anew, an attempt that is retried or fails
+	// releases what it reserved, the one stored releases what the old object held.
+	var pending func(context.Context, bool)
+	settle := func(stored bool) {
+		if pending != nil {
+			pending(context.WithoutCancel(c.ctx), stored)
+			pending = nil
+		}
+	}
+	defer func() { settle(retErr == nil && !o.dryRun) }()
 	// cur arrives in the storage version; the request works in its own version.
 	fn := func(stored *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		settle(false)
 		cur, err := c.fromStorage1(stored)
 		if err != nil {
 			return nil, err
@@ -585,6 +597,13 @@ func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next fun
 		if err := c.admit(admission.Update, obj, cur, o.dryRun); err != nil {
 			return nil, err
 		}
+		if a := c.kind.Allocator; a != nil {
+			finish, err := a.BeginUpdate(c.ctx, obj, cur, o.dryRun)
+			if err != nil {
+				return nil, err
+			}
+			pending = finish
+		}
 		if err := c.validate(obj, cur); err != nil {
 			return nil, err
 		}
@@ -595,36 +614,6 @@ func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next fun
 			return obj, nil
 		}
 		return c.toStorage(obj)
-	}
-	if a := c.kind.Allocator; a != nil {
-		// Each attempt reserves anew; an attempt that is retried or fails releases what it
-		// reserved, the one stored releases what the old object held.
-		var pending func(context.Context, bool)
-		settle := func(stored bool) {
-			if pending != nil {
-				pending(context.WithoutCancel(c.ctx), stored)
-				pending = nil
-			}
-		}
-		inner := fn
-		fn = func(stored *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-			settle(false)
-			cur, err := c.fromStorage1(stored)
-			if err != nil {
-				return nil, err
-			}
-			out, err := inner(stored)
-			if err != nil {
-				return nil, err
-			}
-			finish, err := a.BeginUpdate(c.ctx, out, cur, o.dryRun)
-			if err != nil {
-				return nil, err
-			}
-			pending = finish
-			return out, nil
-		}
-		defer func() { settle(retErr == nil && !o.dryRun) }()
 	}
 	key := c.key()
 	if o.dryRun {
