@@ -32,15 +32,16 @@ BIN=${1:-/work/peers-bin}
 stop
 rm -rf "$STATE"; mkdir -p "$STATE"
 go build -o "$STATE/kube" "$ROOT/cmd/kube"
-"$STATE/kube" server --data-dir "$STATE/kube" --secure-port "$PORT" --kubelet-preferred-address-types=Hostname >"$STATE/kube.log" 2>&1 &
+"$STATE/kube" server --data-dir "$STATE/data" --secure-port "$PORT" --kubelet-preferred-address-types=Hostname >"$STATE/kube.log" 2>&1 &
 echo $! >"$STATE/kube.pid"
 for _ in $(seq 60); do grep -q "is ready" "$STATE/kube.log" && break; sleep 1; done
-export KUBECONFIG=$STATE/kube/kubeconfig
-P=$STATE/kube/pki
+grep -q "is ready" "$STATE/kube.log" || { cat "$STATE/kube.log"; exit 1; }
+export KUBECONFIG=$STATE/data/kubeconfig
+P=$STATE/data/pki
 cd "$STATE"
-./kube certs user system:kube-scheduler --data-dir kube -o sched.kubeconfig >/dev/null
-./kube certs user system:kube-controller-manager --data-dir kube -o kcm.kubeconfig >/dev/null
-./kube certs user "system:node:$NODE" --group system:nodes --data-dir kube -o node.kubeconfig >/dev/null
+./kube certs user system:kube-scheduler --data-dir data -o sched.kubeconfig >/dev/null
+./kube certs user system:kube-controller-manager --data-dir data -o kcm.kubeconfig >/dev/null
+./kube certs user "system:node:$NODE" --group system:nodes --data-dir data -o node.kubeconfig >/dev/null
 "$BIN/kube-scheduler" --kubeconfig=sched.kubeconfig --authentication-kubeconfig=sched.kubeconfig \
   --authorization-kubeconfig=sched.kubeconfig --bind-address=127.0.0.1 --secure-port=10259 >sched.log 2>&1 &
 echo $! >sched.pid
