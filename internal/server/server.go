@@ -190,10 +190,13 @@ func (s *Server) Run(ctx context.Context) error {
 	cacheCtx, stopCaches := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCaches()
 	crdPrefix := storage.ResourcePrefix(apiextensionsv1.GroupName, "customresourcedefinitions")
+	podPrefix := storage.ResourcePrefix("", "pods")
 	caches := watchcache.NewSet(cacheCtx, watchcache.Options{Store: s.Store, EventBufferSize: o.WatchCacheSize,
 		// CRDs are large (their schemas), many and rarely read: packed, 5,000 of them take
 		// ~8 MB instead of ~80 MB.
-		PackPrefix: func(prefix string) bool { return prefix == crdPrefix }})
+		// Pods are many (100,000 in a large cluster) and read mostly by node (the watch
+		// cache's spec.nodeName index) or by writes of one: packed too, ~3 KB instead of ~17 KB.
+		PackPrefix: func(prefix string) bool { return prefix == crdPrefix || prefix == podPrefix }})
 	s.caches = caches
 
 	s.metrics = prometheus.NewRegistry()
