@@ -134,15 +134,18 @@ spec: {environments: [Prod_1]}
 		k.apply(t, `apiVersion: kubeos.dev/v1alpha1
 kind: Quota
 metadata: {name: acme-quota}
-spec: {tenant: acme, limits: [{resource: configmaps, namespace: acme-dev, max: 2}]}
+spec: {tenant: acme, limits: [{resource: configmaps, namespace: acme-dev, max: 3}]}
 `)
+		// Every namespace holds kube-root-ca.crt, which counts as any configmap (as upstream's
+		// ResourceQuota counts it): 3 leave room for two of the test's.
+		k.waitFor(t, 30*time.Second, "{.metadata.name}", "kube-root-ca.crt", "configmap", "kube-root-ca.crt", "-n", "acme-dev")
 		k.waitFor(t, 30*time.Second, "{.status.phase}", "Active", "quota", "acme-quota")
 		k.ok(t, "create", "configmap", "one", "-n", "acme-dev")
 		k.ok(t, "create", "configmap", "two", "-n", "acme-dev")
-		k.fails(t, srv.Kubeconfig, "", "exceeded quota: Quota acme-quota limits configmaps to 2 in namespace acme-dev",
+		k.fails(t, srv.Kubeconfig, "", "exceeded quota: Quota acme-quota limits configmaps to 3 in namespace acme-dev",
 			"create", "configmap", "three", "-n", "acme-dev")
 		k.ok(t, "create", "configmap", "three", "-n", "acme-staging")
-		k.waitFor(t, 30*time.Second, "{.status.usage[0].used}", "2", "quota", "acme-quota")
+		k.waitFor(t, 30*time.Second, "{.status.usage[0].used}", "3", "quota", "acme-quota")
 	})
 
 	t.Run("access policy refuses prod and allows staging", func(t *testing.T) {

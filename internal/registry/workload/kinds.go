@@ -287,6 +287,10 @@ func replicasScale() *registry.Scale {
 	return &registry.Scale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas", Selector: labelSelector}
 }
 
+func asSlice(v any) []any { s, _ := v.([]any); return s }
+
+// strField, boolField and intField read a field without copying what holds it (they run
+// for every object the watch cache takes in).
 func strField(o map[string]any, path ...string) string {
 	s, _, _ := unstructured.NestedString(o, path...)
 	return s
@@ -315,7 +319,8 @@ func podFields(o map[string]any, f fields.Set) {
 	f["spec.hostNetwork"] = boolField(o, "spec", "hostNetwork")
 	f["status.phase"] = strField(o, "status", "phase")
 	ip := ""
-	if ips, _, _ := unstructured.NestedSlice(o, "status", "podIPs"); len(ips) > 0 {
+	if ips, _, _ := unstructured.NestedFieldNoCopy(o, "status", "podIPs"); len(asSlice(ips)) > 0 {
+		ips := asSlice(ips)
 		if m, ok := ips[0].(map[string]any); ok {
 			ip, _ = m["ip"].(string)
 		}
