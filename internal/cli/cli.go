@@ -123,6 +123,7 @@ func newServerCommand(out, errOut io.Writer) *cobra.Command {
 	// --- end Services ---
 	f.StringSliceVar(&o.KubeletPreferredAddressTypes, "kubelet-preferred-address-types", []string{"InternalIP", "ExternalIP", "Hostname"}, "node address types tried, in order, to reach node agents (logs, exec, port-forward, proxy); kubeadm's order")
 	f.StringVar(&o.KubeletCertificateAuthority, "kubelet-certificate-authority", "", "CA file node agents' serving certificates must chain to (empty: not verified, as kube-apiserver)")
+	f.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "longest lifetime of certificates signed for approved CertificateSigningRequests")
 	f.BoolVar(&allowPrivileged, "allow-privileged", true, "allow privileged containers (kube-apiserver's default is false; kubeadm, kind and k3s set true); PodSecurity admission refuses them per namespace")
 	return cmd
 }

@@ -57,7 +57,7 @@ var electedControllers = []electedController{
 	// --- CSR approving, signing by the Kube CA and cleaning (kube-controller-manager's
 	// csrapproving, csrsigning, csrcleaner), internal/controllers/certificates ---
 	{name: certificates.Name, new: func(s *Server, cfg *rest.Config, log *slog.Logger) (starter, error) {
-		return certificates.New(cfg, certificates.Options{CAFile: s.pki.CAFile, CAKeyFile: s.pki.CAKeyFile, Log: log})
+		return certificates.New(cfg, certificates.Options{CAFile: s.pki.CAFile, CAKeyFile: s.pki.CAKeyFile, Duration: s.opts.ClusterSigningDuration, Log: log})
 	}},
 	// --- end certificates ---
 	// The lifecycle engine with the built-in kubeos.dev kinds (lifecycle.go).

@@ -44,6 +44,9 @@ type Options struct {
 	// chain to; empty means they are not verified, as kube-apiserver's
 	// --kubelet-certificate-authority (a kubelet's default certificate is self-signed).
 	KubeletCertificateAuthority string
+	// ClusterSigningDuration caps the lifetime of certificates signed for approved CSRs
+	// (kube-controller-manager's --cluster-signing-duration); zero means one year.
+	ClusterSigningDuration time.Duration
 	// DenyPrivileged refuses pods with privileged containers in validation, as
 	// kube-apiserver's --allow-privileged=false (its default). Kube allows them by default, as
 	// kubeadm, kind and k3s configure kube-apiserver: PodSecurity admission is where a
@@ -128,6 +131,9 @@ func (o *Options) Validate() error {
 	}
 	if o.SecurePort < 0 || o.SecurePort > 65535 {
 		return fmt.Errorf("--secure-port %d is out of range", o.SecurePort)
+	}
+	if o.ClusterSigningDuration < 0 {
+		return errors.New("--cluster-signing-duration must not be negative")
 	}
 	for _, t := range o.KubeletPreferredAddressTypes {
 		switch corev1.NodeAddressType(t) {
