@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac/bootstrappolicy"
-
 )
 
 // Groups and identities the bootstrap policy binds.
@@ -19,12 +18,7 @@ const (
 	// control plane, as trusted as the API server itself; per-controller roles can narrow
 	// this later without changing the identities.
 	ControllersGroup = "system:kube-controllers"
-
 )
-
-
-
-
 
 // BootstrapClusterRoles are kube-apiserver's default ClusterRoles, upstream's own
 // (plugin/pkg/auth/authorizer/rbac/bootstrappolicy): cluster-admin; admin, edit and view

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 
@@ -119,5 +118,3 @@ func setCondition(pod *unstructured.Unstructured, typ, status string, now metav1
 func successStatus() *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{}, "status": metav1.StatusSuccess}}
 }
-
-var _ = types.UID("")

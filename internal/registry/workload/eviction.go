@@ -133,4 +133,3 @@ func podReady(pod *corev1.Pod) bool {
 	}
 	return false
 }
-

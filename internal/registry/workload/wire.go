@@ -15,7 +15,6 @@ import (
 	"kubeos.dev/kube/internal/storage"
 )
 
-
 // Deps are what the subresources that act on other objects need: binding writes the pod
 // in storage; eviction reads disruption budgets and deletes the pod through the API (so the
 // delete is graceful, admitted and audited as any other).
