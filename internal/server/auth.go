@@ -39,14 +39,8 @@ type authState struct {
 // (access reviews, SelfSubjectReview, TokenReview) and serviceaccounts/token their hooks.
 // Called by New once the PKI and the registry exist.
 func (s *Server) newAuth() error {
-	cfg, err := s.LoopbackConfig("system:apiserver", "system:masters")
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+	var err error
+	cs := s.apiserverClient
 	sec := &authState{authz: rbac.NewAuthorizer(), client: cs}
 	sec.escalation = &rbac.Escalation{Authorizer: sec.authz}
 	sec.node = nodeauth.New(s.opts.Log.With("component", "node-authorizer"))

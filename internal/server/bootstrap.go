@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	schedulingapiv1 "k8s.io/kubernetes/pkg/apis/scheduling/v1"
 	"k8s.io/kubernetes/pkg/controlplane/controller/legacytokentracking"
 
@@ -22,45 +21,45 @@ import (
 // SystemNamespaces exist from the first start.
 var SystemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
-// bootstrap creates the system namespaces through the API, as any client would.
+// bootstrap creates the system namespaces and the two system priority classes
+// (system-cluster-critical and system-node-critical, as kube-apiserver creates them at
+// start) through the API, as any client would.
 func (s *Server) bootstrap(ctx context.Context) error {
-	cfg, err := s.LoopbackConfig("system:apiserver", "system:masters")
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+	cs := s.apiserverClient
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for _, ns := range SystemNamespaces {
-		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-			if err == nil || apierrors.IsAlreadyExists(err) {
-				return true, nil
-			}
-			s.opts.Log.Warn("bootstrap: create namespace", "namespace", ns, "err", err)
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("bootstrap namespace %s: %w", ns, err)
+		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		if err := s.ensureCreated(ctx, "namespace", ns, func(ctx context.Context) error {
+			_, err := cs.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return err
 		}
 	}
-	// The two system priority classes, as kube-apiserver creates them at start
-	// (system-cluster-critical and system-node-critical).
 	for _, pc := range schedulingapiv1.SystemPriorityClasses() {
-		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := s.ensureCreated(ctx, "priority class", pc.Name, func(ctx context.Context) error {
 			_, err := cs.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
-			if err == nil || apierrors.IsAlreadyExists(err) {
-				return true, nil
-			}
-			s.opts.Log.Warn("bootstrap: create priority class", "name", pc.Name, "err", err)
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("bootstrap priority class %s: %w", pc.Name, err)
+			return err
+		}); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// ensureCreated retries create until the object exists (created now or before) or ctx ends.
+func (s *Server) ensureCreated(ctx context.Context, what, name string, create func(context.Context) error) error {
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		err := create(ctx)
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return true, nil
+		}
+		s.opts.Log.Warn("bootstrap: create "+what, "name", name, "err", err)
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("bootstrap %s %s: %w", what, name, err)
 	}
 	return nil
 }
@@ -68,14 +67,7 @@ func (s *Server) bootstrap(ctx context.Context) error {
 // publishClientCA writes kube-system/extension-apiserver-authentication once admission is
 // running (namespaced writes wait for its informers).
 func (s *Server) publishClientCA(ctx context.Context) error {
-	cfg, err := s.LoopbackConfig("system:apiserver", "system:masters")
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+	cs := s.apiserverClient
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	// kube-system/extension-apiserver-authentication: the CA that signs client
@@ -84,7 +76,7 @@ func (s *Server) publishClientCA(ctx context.Context) error {
 	// as kube-apiserver publishes it.
 	authCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "extension-apiserver-authentication", Namespace: metav1.NamespaceSystem},
 		Data: map[string]string{"client-ca-file": string(s.pki.CAPEM)}}
-	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		cur, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, authCM.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -110,14 +102,7 @@ func (s *Server) publishClientCA(ctx context.Context) error {
 // since when legacy service-account token use is tracked (kube-controller-manager's
 // legacy token cleaner reads it).
 func (s *Server) startLegacyTokenTracking(ctx context.Context, wg *sync.WaitGroup) error {
-	cfg, err := s.LoopbackConfig("system:apiserver", "system:masters")
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+	cs := s.apiserverClient
 	c := legacytokentracking.NewController(cs)
 	wg.Add(1)
 	go func() { defer wg.Done(); c.RunWithContext(ctx) }()

@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/capabilities"
@@ -59,6 +60,13 @@ type Server struct {
 	URL string
 	// KubeconfigPath is the admin kubeconfig.
 	KubeconfigPath string
+
+	// apiserverConfig and apiserverClient are the server's own loopback identity
+	// (system:apiserver in system:masters, as kube-apiserver's loopback client: exempt from
+	// the in-flight limits), made once for bootstrap, admission, allocation and the
+	// subresources that act through the API. Copy the config before changing it.
+	apiserverConfig *rest.Config
+	apiserverClient kubernetes.Interface
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -150,9 +158,13 @@ func New(ctx context.Context, o Options) (_ *Server, err error) {
 	for _, k := range registry.Builtins() {
 		s.Registry.Add(k)
 	}
-	if err = s.wireWorkload(); err != nil {
+	if s.apiserverConfig, err = s.LoopbackConfig("system:apiserver", "system:masters"); err != nil {
 		return nil, err
 	}
+	if s.apiserverClient, err = kubernetes.NewForConfig(s.apiserverConfig); err != nil {
+		return nil, err
+	}
+	s.wireWorkload()
 	if err = s.newAuth(); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"kubeos.dev/kube/internal/controllers/kubernetesservice"
 	"kubeos.dev/kube/internal/servicealloc"
@@ -39,11 +40,7 @@ func (s *Server) newServices() error {
 	}
 	// The API server's own identity, as kube-apiserver's loopback client: exempt from the
 	// in-flight limits (IPAddresses are created while a Service create is in flight).
-	cfg, err := s.LoopbackConfig("system:apiserver", "system:masters")
-	if err != nil {
-		return err
-	}
-	a, err := servicealloc.New(servicealloc.Config{Loopback: cfg, Store: s.Store, Ranges: ranges, Log: s.opts.Log.With("component", "service-allocator")})
+	a, err := servicealloc.New(servicealloc.Config{Loopback: rest.CopyConfig(s.apiserverConfig), Store: s.Store, Ranges: ranges, Log: s.opts.Log.With("component", "service-allocator")})
 	if err != nil {
 		return err
 	}
@@ -74,11 +71,7 @@ func (s *Server) startServices(ctx context.Context, wg *sync.WaitGroup) error {
 	if err != nil {
 		log.Warn("no address to list this server under in the kubernetes Service; set --advertise-address", "err", err)
 	} else {
-		cfg, err := s.LoopbackConfig("system:apiserver", "system:masters")
-		if err != nil {
-			return err
-		}
-		ctrl, err := kubernetesservice.New(cfg, kubernetesservice.Options{
+		ctrl, err := kubernetesservice.New(rest.CopyConfig(s.apiserverConfig), kubernetesservice.Options{
 			ServiceIP:  s.services.ranges.KubernetesServiceIP(),
 			PublicIP:   ip,
 			PublicPort: int32(s.listener.Addr().(*net.TCPAddr).Port),

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/client-go/kubernetes"
 
 	"kubeos.dev/kube/internal/rbac"
 	"kubeos.dev/kube/internal/registry/workload"
@@ -14,18 +13,9 @@ import (
 // wireWorkload gives the workload kinds (internal/registry/workload, registered with the
 // built-in kinds) what their subresources act through: pods/binding writes the pod in
 // storage, pods/eviction reads budgets and deletes pods through a loopback client.
-func (s *Server) wireWorkload() error {
-	cfg, err := s.LoopbackConfig("system:apiserver", "system:masters")
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	workload.Wire(s.Registry, &workload.Deps{Store: s.Store, Client: cs})
-	workload.SetNamespaceClient(cs.CoreV1().Namespaces())
-	return nil
+func (s *Server) wireWorkload() {
+	workload.Wire(s.Registry, &workload.Deps{Store: s.Store, Client: s.apiserverClient})
+	workload.SetNamespaceClient(s.apiserverClient.CoreV1().Namespaces())
 }
 
 // authorizeWorkload gives the workload strategies that authorize within a write (a

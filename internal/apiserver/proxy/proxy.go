@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
@@ -135,7 +134,7 @@ var proxyMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, htt
 // does not take.
 func route(info *request.Info, method string) (endpoint, *apierrors.StatusError) {
 	if !info.IsResourceRequest || info.APIGroup != "" || info.Name == "" {
-		return 0, notFound()
+		return 0, rest.ResourceNotFound()
 	}
 	var ep endpoint
 	namespaced := true
@@ -155,14 +154,14 @@ func route(info *request.Info, method string) (endpoint, *apierrors.StatusError)
 	case "nodes/proxy":
 		ep, namespaced = nodeProxy, false
 	default:
-		return 0, notFound()
+		return 0, rest.ResourceNotFound()
 	}
 	if namespaced != (info.Namespace != "") {
-		return 0, notFound()
+		return 0, rest.ResourceNotFound()
 	}
 	// Only the proxy subresources take a path after their name.
 	if len(info.Parts) > 3 && ep != podProxy && ep != serviceProxy && ep != nodeProxy {
-		return 0, notFound()
+		return 0, rest.ResourceNotFound()
 	}
 	var methods []string
 	switch ep {
@@ -242,17 +241,6 @@ func toStatus(err error) *apierrors.StatusError {
 type responder struct{ w http.ResponseWriter }
 
 func (r responder) Error(err error) { writeError(r.w, err) }
-
-// notFound is upstream's 404 for a path that names no served resource.
-func notFound() *apierrors.StatusError {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status:  metav1.StatusFailure,
-		Code:    http.StatusNotFound,
-		Reason:  metav1.StatusReasonNotFound,
-		Message: "the server could not find the requested resource",
-		Details: &metav1.StatusDetails{},
-	}}
-}
 
 // authorizeCreate is upstream's AuthorizePodWebsocketUpgradeCreatePermission: exec, attach
 // and port-forward need `create` on their subresource whatever the method (a WebSocket

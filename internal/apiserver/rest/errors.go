@@ -98,9 +98,9 @@ func unsupportedPatchType(accepted []string) *apierrors.StatusError {
 	}}
 }
 
-// resourceNotFound is upstream's 404 for a path that names no served resource (an unknown
+// ResourceNotFound is upstream's 404 for a path that names no served resource (an unknown
 // or unserved group, version, resource or subresource), as opposed to a missing object.
-func resourceNotFound() *apierrors.StatusError {
+func ResourceNotFound() *apierrors.StatusError {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,
 		Code:    http.StatusNotFound,

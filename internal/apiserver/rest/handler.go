@@ -117,7 +117,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.gr = gvr.GroupResource()
 	kind, ok := h.reg.Lookup(gvr)
 	if !ok || !info.IsResourceRequest {
-		WriteStatus(w, resourceNotFound())
+		WriteStatus(w, ResourceNotFound())
 		return
 	}
 	c.kind = kind
@@ -127,18 +127,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if info.Subresource != "" && info.Name != "" && slices.Contains(kind.Connect, info.Subresource) {
 		if h.connect == nil {
-			WriteStatus(w, resourceNotFound())
+			WriteStatus(w, ResourceNotFound())
 			return
 		}
 		h.connect.ServeHTTP(w, r)
 		return
 	}
 	if len(info.Parts) > 3 {
-		WriteStatus(w, resourceNotFound())
+		WriteStatus(w, ResourceNotFound())
 		return
 	}
 	if !kind.Namespaced && info.Namespace != "" && !(kind.Resource == "namespaces" && kind.Group == "") {
-		WriteStatus(w, resourceNotFound())
+		WriteStatus(w, ResourceNotFound())
 		return
 	}
 	if sr, ok := kind.Subresources[info.Subresource]; ok && info.Subresource != "" {
@@ -153,24 +153,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "":
 	case "status":
 		if !kind.Status {
-			WriteStatus(w, resourceNotFound())
+			WriteStatus(w, ResourceNotFound())
 			return
 		}
 	case "scale":
 		if kind.Scale == nil {
-			WriteStatus(w, resourceNotFound())
+			WriteStatus(w, ResourceNotFound())
 			return
 		}
 	case "finalize":
 		if kind.Resource != "namespaces" || kind.Group != "" {
-			WriteStatus(w, resourceNotFound())
+			WriteStatus(w, ResourceNotFound())
 			return
 		}
 	default:
 		if kind.FieldSubresources[info.Subresource] != nil {
 			break
 		}
-		WriteStatus(w, resourceNotFound())
+		WriteStatus(w, ResourceNotFound())
 		return
 	}
 	if info.Subresource != "" && info.Verb != "get" && info.Verb != "update" && info.Verb != "patch" {

@@ -29,15 +29,7 @@ func (c *call) table(objs []*unstructured.Unstructured, lm metav1.ListMeta, _ bo
 			}
 			cells[i] = v
 		}
-		row := map[string]any{"cells": cells}
-		switch include {
-		case "None":
-		case "Object":
-			row["object"] = o.Object
-		default:
-			row["object"] = partial(o)
-		}
-		rows = append(rows, row)
+		rows = append(rows, tableRow(cells, o, include))
 	}
 	return map[string]any{"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": lm, "columnDefinitions": defs, "rows": rows}
 }
@@ -56,15 +48,21 @@ func (c *call) tableFromRows(objs []*unstructured.Unstructured, lm metav1.ListMe
 	include := c.r.URL.Query().Get("includeObject")
 	rows := make([]map[string]any, 0, len(objs))
 	for i, o := range objs {
-		row := map[string]any{"cells": cells[i]}
-		switch include {
-		case "None":
-		case "Object":
-			row["object"] = o.Object
-		default:
-			row["object"] = partial(o)
-		}
-		rows = append(rows, row)
+		rows = append(rows, tableRow(cells[i], o, include))
 	}
 	return map[string]any{"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": lm, "columnDefinitions": defs, "rows": rows}
+}
+
+// tableRow is one row: its cells and the object as includeObject asks (PartialObjectMetadata
+// unless told otherwise).
+func tableRow(cells []any, o *unstructured.Unstructured, include string) map[string]any {
+	row := map[string]any{"cells": cells}
+	switch include {
+	case "None":
+	case "Object":
+		row["object"] = o.Object
+	default:
+		row["object"] = partial(o)
+	}
+	return row
 }
