@@ -117,6 +117,10 @@ func newServerCommand(out, errOut io.Writer) *cobra.Command {
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	addAdmissionAuditFlags(f, &o.AdmissionAuditOptions)
 	addLifecycleFlags(f, &o.LifecycleOptions)
+	addSchedulerFlags(f, &o.SchedulerOptions)
+	addSimNodeFlags(f, &o.SimNodeOptions)
+	addWorkloadControllerFlags(f, &o.WorkloadControllerOptions)
+	addClusterControllerFlags(f, &o.ClusterControllerOptions)
 	// --- Services (internal/servicealloc) ---
 	f.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", servicealloc.DefaultServiceClusterIPRange, "CIDR Service cluster IPs are allocated from, or an IPv4 and an IPv6 CIDR (comma-separated) for dual-stack; its first address is the kubernetes Service's")
 	f.StringVar(&o.ServiceNodePortRange, "service-node-port-range", servicealloc.DefaultServiceNodePortRange, "port range (inclusive) NodePort and LoadBalancer Services get node ports from")

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"sync"
 
 	"k8s.io/client-go/rest"
@@ -73,7 +74,7 @@ func (s *Server) startElectedControllers(ctx context.Context, wg *sync.WaitGroup
 	identity := s.leaderIdentity()
 	var cancels []context.CancelFunc
 	var dones []chan struct{}
-	for _, c := range electedControllers {
+	for _, c := range slices.Concat(electedControllers, workloadControllers, clusterControllers, schedulerControllers, simNodeControllers) {
 		log := s.opts.Log.With("controller", c.name)
 		cfg, err := s.LoopbackConfig(ControllerUser(c.name), ControllersGroup)
 		if err != nil {

@@ -80,6 +80,16 @@ type Options struct {
 	// ServiceNodePortRange is --service-node-port-range. Default 30000-32767.
 	ServiceNodePortRange string
 	// --- end Services ---
+	// SchedulerOptions: the in-process scheduler (scheduler.go, internal/scheduler).
+	SchedulerOptions
+	// SimNodeOptions: simulated nodes (simnodes.go, internal/simnode).
+	SimNodeOptions
+	// WorkloadControllerOptions: Deployment, ReplicaSet, StatefulSet, DaemonSet, Job,
+	// CronJob, … controllers (controllers_apps.go).
+	WorkloadControllerOptions
+	// ClusterControllerOptions: EndpointSlice, node lifecycle, node IPAM, quota, PV
+	// binding, HPA, pod GC, … controllers (controllers_cluster.go).
+	ClusterControllerOptions
 }
 
 // DefaultDataDir is where a server keeps its state unless told otherwise.
@@ -156,6 +166,18 @@ func (o *Options) Validate() error {
 	}
 	if (o.EtcdCertFile == "") != (o.EtcdKeyFile == "") {
 		return errors.New("--etcd-certfile and --etcd-keyfile go together")
+	}
+	if err := o.SchedulerOptions.validate(); err != nil {
+		return err
+	}
+	if err := o.SimNodeOptions.validate(); err != nil {
+		return err
+	}
+	if err := o.WorkloadControllerOptions.validate(); err != nil {
+		return err
+	}
+	if err := o.ClusterControllerOptions.validate(); err != nil {
+		return err
 	}
 	if err := o.LifecycleOptions.validate(); err != nil {
 		return err
