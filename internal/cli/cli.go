@@ -32,6 +32,8 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 	root.SetErr(errOut)
 	root.AddCommand(newServerCommand(out, errOut), newEtcdCommand(out, errOut), newCertsCommand(out))
 	root.AddCommand(newEncryptionCommand(out))
+	root.AddCommand(agentCommands(out, errOut)...)
+	root.AddCommand(simCommands(out, errOut)...)
 	return root
 }
 
