@@ -115,6 +115,10 @@ func (s *Server) startControllers(ctx context.Context, wg *sync.WaitGroup) error
 	if err := s.startElectedControllers(ctx, wg); err != nil {
 		return err
 	}
+	// The in-process node agent (`kube server --agent`, agent.go) runs on every server.
+	if err := s.startAgent(ctx, wg); err != nil {
+		return err
+	}
 	return s.startCRDController(ctx, wg)
 }
 

@@ -90,6 +90,9 @@ type Options struct {
 	// ClusterControllerOptions: EndpointSlice, node lifecycle, node IPAM, quota, PV
 	// binding, HPA, pod GC, … controllers (controllers_cluster.go).
 	ClusterControllerOptions
+	// AgentOptions: the in-process node agent, `kube server --agent` (agent.go,
+	// internal/agent).
+	AgentOptions
 }
 
 // DefaultDataDir is where a server keeps its state unless told otherwise.
@@ -177,6 +180,9 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if err := o.ClusterControllerOptions.validate(); err != nil {
+		return err
+	}
+	if err := o.AgentOptions.validate(); err != nil {
 		return err
 	}
 	if err := o.LifecycleOptions.validate(); err != nil {
