@@ -44,8 +44,11 @@ type Cache struct {
 	o      Options
 	prefix string
 
-	ready     chan struct{} // closed when the first list is loaded
+	ready     chan struct{} // closed when the first list is loaded (and replayed: catchUp)
 	readyOnce sync.Once
+	// catchUp is storage's revision when a cache with a StartRevision first listed: reads
+	// wait until the replay of the changes since has reached it. Owned by the dispatcher.
+	catchUp int64
 	done      chan struct{} // closed when Start returns
 	started   atomic.Bool
 
@@ -180,10 +183,23 @@ func (c *Cache) run(ctx context.Context, tick <-chan time.Time) error {
 	}
 	defer w.Stop()
 	healthy := false
+	// While a replay catches up, ask etcd for progress so an idle resource gets there.
+	var progress <-chan time.Time
+	if c.catchUp > 0 {
+		t := c.o.Clock.NewTicker(progressRetry)
+		defer t.Stop()
+		progress = t.C()
+		_ = c.o.Store.RequestProgress(ctx)
+	}
 	for {
+		if progress != nil && c.catchUp == 0 {
+			progress = nil
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-progress:
+			_ = c.o.Store.RequestProgress(ctx)
 		case <-tick:
 			c.sendBookmarks()
 		case ev, ok := <-w.ResultChan():
@@ -204,6 +220,7 @@ func (c *Cache) run(ctx context.Context, tick <-chan time.Time) error {
 				healthy = true
 				c.apply(ev)
 			}
+			c.caughtUp()
 		}
 	}
 }
@@ -215,6 +232,11 @@ func (c *Cache) relist(ctx context.Context) (int64, error) {
 	var rev int64
 	fields := c.indexFields()
 	opts := storage.ListOptions{Limit: relistPageSize}
+	if !c.isLoaded() && c.o.StartRevision > 0 {
+		if err := c.planReplay(ctx, &opts); err != nil {
+			return 0, err
+		}
+	}
 	for {
 		res, err := c.o.Store.List(ctx, c.prefix, opts)
 		if err != nil {
@@ -281,8 +303,75 @@ func (c *Cache) relist(ctx context.Context) (int64, error) {
 	for _, w := range dead {
 		w.terminate(lost)
 	}
-	c.readyOnce.Do(func() { close(c.ready) })
+	if rev >= c.catchUp {
+		c.readyOnce.Do(func() { close(c.ready) })
+	}
 	return rev, nil
+}
+
+func (c *Cache) isLoaded() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.loaded
+}
+
+// planReplay makes the first list read at Options.StartRevision (or, when etcd compacted
+// past it, at the oldest revision it still has) and records the revision the replay must
+// reach before reads are served. Nothing to replay: the list reads the latest state.
+func (c *Cache) planReplay(ctx context.Context, opts *storage.ListOptions) error {
+	cur, err := c.o.Store.CurrentRevision(ctx)
+	if err != nil {
+		return err
+	}
+	from := c.o.StartRevision
+	if from >= cur {
+		return nil
+	}
+	if floor, err := c.compactedSince(ctx, from); err != nil {
+		return err
+	} else if floor > from {
+		from = floor
+	}
+	if from >= cur {
+		return nil
+	}
+	opts.Revision, opts.Exact = from, true
+	c.catchUp = cur
+	return nil
+}
+
+// compactedSince returns etcd's compaction revision when it is past rev, else 0: a watch
+// from rev fails at once with it.
+func (c *Cache) compactedSince(ctx context.Context, rev int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.o.WaitTimeout)
+	defer cancel()
+	w, err := c.o.Store.Watch(ctx, c.prefix, storage.WatchOptions{Revision: rev, ProgressNotify: true})
+	if err != nil {
+		return 0, err
+	}
+	defer w.Stop()
+	if err := c.o.Store.RequestProgress(ctx); err != nil {
+		return 0, err
+	}
+	select {
+	case ev, ok := <-w.ResultChan():
+		var serr *storage.Error
+		if ok && ev.Type == storage.ErrorEvent && errors.As(ev.Err, &serr) && errors.Is(serr.Kind, storage.ErrCompacted) {
+			return serr.Current, nil
+		}
+		return 0, nil
+	case <-ctx.Done():
+		return 0, nil // no answer in time: nothing compacted that we could see
+	}
+}
+
+// caughtUp serves reads once the replay of a cache with a StartRevision has reached the
+// revision storage was at when the cache started.
+func (c *Cache) caughtUp() {
+	if c.catchUp > 0 && c.Revision() >= c.catchUp {
+		c.catchUp = 0
+		c.readyOnce.Do(func() { close(c.ready) })
+	}
 }
 
 // keyOf rebuilds an object's key from its namespace and name. The store's List does not

@@ -46,6 +46,16 @@ type Options struct {
 	// PackPrefix, in the defaults of a Set, sets Pack for the caches of the prefixes it
 	// returns true for. Default: none.
 	PackPrefix func(prefix string) bool
+	// StartRevision is where the resource's history starts for this cache: a cache started
+	// later (a Set starts them on first use) first loads the state at StartRevision and
+	// replays every change since, so that a watch from any revision returned after
+	// StartRevision is served as if the cache had run from then on — the client that
+	// writes, then watches from its write's resourceVersion, sees its own change. When etcd
+	// has compacted past StartRevision the cache starts at the oldest revision etcd still
+	// has. Reads wait until the replay has caught up with storage. In the defaults of a Set,
+	// NewSet sets it to storage's revision when the Set is made. Default 0: history starts
+	// at the cache's first list.
+	StartRevision int64
 	// EventBufferSize is how many recent events the cache keeps for watches to resume from.
 	// Default 1000.
 	EventBufferSize int

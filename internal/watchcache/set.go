@@ -10,7 +10,8 @@ import (
 )
 
 // Set holds one Cache per resource prefix and starts each on first use, so that a resource
-// nobody lists or watches costs nothing.
+// nobody lists or watches costs nothing; a cache started late replays the resource's
+// history from when the set was made (Options.StartRevision), as if it had run since.
 type Set struct {
 	ctx      context.Context
 	defaults Options
@@ -26,8 +27,15 @@ type setEntry struct {
 }
 
 // NewSet returns an empty set. ctx bounds the life of every cache it starts; defaults
-// supply every Options field but Prefix and Attrs.
+// supply every Options field but Prefix and Attrs. Unless defaults name a StartRevision,
+// it is storage's revision now: every cache the set starts later replays the resource's
+// changes since, so starting caches on first use loses no history a client could ask for.
 func NewSet(ctx context.Context, defaults Options) *Set {
+	if defaults.StartRevision == 0 && defaults.Store != nil {
+		if rev, err := defaults.Store.CurrentRevision(ctx); err == nil {
+			defaults.StartRevision = rev
+		}
+	}
 	return &Set{ctx: ctx, defaults: defaults, caches: map[string]*setEntry{}}
 }
 
