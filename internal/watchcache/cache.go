@@ -49,8 +49,8 @@ type Cache struct {
 	// catchUp is storage's revision when a cache with a StartRevision first listed: reads
 	// wait until the replay of the changes since has reached it. Owned by the dispatcher.
 	catchUp int64
-	done      chan struct{} // closed when Start returns
-	started   atomic.Bool
+	done    chan struct{} // closed when Start returns
+	started atomic.Bool
 
 	mu      sync.RWMutex
 	tree    *tree
