@@ -1,0 +1,76 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
+	schedulinginformers "k8s.io/client-go/informers/scheduling/v1beta1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	upstream "k8s.io/kubernetes/pkg/controller/job"
+	"k8s.io/kubernetes/pkg/features"
+)
+
+// Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
+// kube-<Name>).
+const Name = "job-controller"
+
+// DefaultWorkers is kube-controller-manager's --concurrent-job-syncs default.
+const DefaultWorkers = 5
+
+// Options configure the controller.
+type Options struct {
+	// Workers is the number of Jobs synced at once; DefaultWorkers when zero.
+	Workers int
+	// Log receives the controller's logs (upstream's klog output included); nil discards.
+	Log *slog.Logger
+}
+
+// Controller is the Job controller. See the package documentation.
+type Controller struct {
+	client kubernetes.Interface
+	o      Options
+}
+
+// New prepares the controller on a client configuration; nothing runs until Start.
+func New(cfg *rest.Config, o Options) (*Controller, error) {
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), Name)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return &Controller{client: cs, o: o}, nil
+}
+
+// Start runs the controller until ctx ends. It can be called again after it returned (a
+// new leadership term): informers, queue and expectations are made afresh.
+func (c *Controller) Start(ctx context.Context) error {
+	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.o.Log.Handler()))
+	f := informers.NewSharedInformerFactory(c.client, 0)
+	// The Workload and PodGroup informers exist only under the WorkloadWithJob gate (as in
+	// kube-controller-manager).
+	var workloads schedulinginformers.WorkloadInformer
+	var podGroups schedulinginformers.PodGroupInformer
+	if feature.DefaultFeatureGate.Enabled(features.WorkloadWithJob) {
+		workloads, podGroups = f.Scheduling().V1beta1().Workloads(), f.Scheduling().V1beta1().PodGroups()
+	}
+	ctrl, err := upstream.NewController(ctx, c.client, f.Core().V1().Pods(), f.Batch().V1().Jobs(), workloads, podGroups)
+	if err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	f.Start(ctx.Done())
+	defer f.Shutdown()
+	ctrl.Run(ctx, c.o.Workers)
+	return nil
+}
