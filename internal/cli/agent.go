@@ -1,10 +1,121 @@
 package cli
 
 import (
+	"context"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"kubeos.dev/kube/internal/agent"
+	"kubeos.dev/kube/internal/agent/images"
+	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 )
 
-// agentCommands are the top-level commands of the agent area (filled in by its issue).
-func agentCommands(out, errOut io.Writer) []*cobra.Command { return nil }
+// agentCommands are the top-level commands of the agent area: `kube agent` and
+// `kube images`.
+func agentCommands(out, errOut io.Writer) []*cobra.Command {
+	return []*cobra.Command{newAgentCommand(out, errOut), newImagesCommand(out)}
+}
+
+func defaultAgentDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/kube-agent"
+	}
+	return filepath.Join(filepath.Dir(defaultDataDirOrTmp()), "kube-agent")
+}
+
+func defaultDataDirOrTmp() string {
+	d, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "kube")
+	}
+	return filepath.Join(d, ".local", "share", "kube")
+}
+
+func newAgentCommand(out, errOut io.Writer) *cobra.Command {
+	var o agent.Options
+	var kubeconfig, logLevel string
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run a node agent: register a Node and run the pods bound to it through CRI (containerd)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(errOut, logLevel)
+			if err != nil {
+				return err
+			}
+			o.Log = log
+			if kubeconfig == "" {
+				return fmt.Errorf("--kubeconfig is required")
+			}
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return fmt.Errorf("--kubeconfig: %w", err)
+			}
+			cfg.QPS, cfg.Burst = 50, 100
+			o.Config = cfg
+			if abs, err := filepath.Abs(o.DataDir); err == nil {
+				o.DataDir = abs
+			}
+			a, err := agent.New(o)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			fmt.Fprintf(out, "Node agent %s, data directory %s\n", o.NodeName, o.DataDir)
+			return a.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the node's identity (system:node:<name> in system:nodes)")
+	f.StringVar(&o.DataDir, "data-dir", defaultAgentDataDir(), "directory for the agent's containerd, pod volumes, logs and certificates")
+	f.StringVar(&o.NodeName, "node-name", "", "the Node's name (default: the hostname)")
+	f.IntVar(&o.Port, "port", 10250, "HTTPS port of the agent's API (logs, exec, attach, port-forward; 0: any free port)")
+	f.StringVar(&o.Address, "address", "0.0.0.0", "IP address of the agent's API")
+	f.StringVar(&o.NodeIP, "node-ip", "", "the Node's InternalIP (default: the default-route interface's IPv4)")
+	f.StringVar(&o.PodCIDR, "pod-cidr", "", "pod CIDR when the server's node IPAM gives the Node none")
+	f.StringVar(&o.ClusterCIDR, "cluster-cidr", "", "cluster pod CIDR, routed 'unreachable' so pod addresses never leave the machine (default: the pod CIDR)")
+	f.StringVar(&o.Bridge, "bridge", "kube0", "name of the pods' Linux bridge")
+	f.StringVar(&o.CNIBinDir, "cni-bin-dir", "/usr/lib/cni", "directory of the CNI plugins")
+	f.StringVar(&o.ContainerRuntimeEndpoint, "container-runtime-endpoint", "", "an existing CRI endpoint (default: start and supervise the agent's own containerd)")
+	f.StringVar(&o.ContainerdProxy, "containerd-proxy", "", "HTTP(S)_PROXY of the agent's own containerd (image pulls)")
+	f.StringVar(&o.ImageDir, "image-dir", "", "directory of OCI or docker image archives (*.tar) imported at start")
+	f.StringVar(&o.ClientCAFile, "client-ca-file", "", "CA verifying callers of the agent's API (default: the kubeconfig's CA)")
+	f.StringSliceVar(&o.ClusterDNS, "cluster-dns", nil, "cluster DNS server addresses for ClusterFirst pods")
+	f.StringVar(&o.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain")
+	f.StringVar(&o.ResolvConf, "resolv-conf", "/etc/resolv.conf", "resolv.conf of dnsPolicy Default pods")
+	f.IntVar(&o.MaxPods, "max-pods", 110, "pods capacity of the node")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func newImagesCommand(out io.Writer) *cobra.Command {
+	cmd := &cobra.Command{Use: "images", Short: "Manage the images of a node agent's containerd"}
+	var dataDir, socket string
+	imp := &cobra.Command{
+		Use:   "import FILE.tar...",
+		Short: "Import OCI or docker image archives into the node agent's containerd (no registry needed)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if socket == "" {
+				socket = agentruntime.Layout{Dir: filepath.Join(dataDir, "containerd")}.Socket()
+			}
+			for _, f := range args {
+				if err := images.Import(context.Background(), socket, f); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "imported %s\n", f)
+			}
+			return nil
+		},
+	}
+	imp.Flags().StringVar(&dataDir, "data-dir", defaultAgentDataDir(), "the agent's data directory (its containerd's socket is there)")
+	imp.Flags().StringVar(&socket, "address", "", "containerd socket (default: the agent's own)")
+	cmd.AddCommand(imp)
+	return cmd
+}

@@ -2,14 +2,93 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
+
+	"kubeos.dev/kube/internal/agent"
 )
 
 // AgentOptions configure the in-process node agent (`kube server --agent`, internal/agent).
-type AgentOptions struct{}
+type AgentOptions struct {
+	// Agent runs a node agent in the server's process.
+	Agent bool
+	// AgentNodeName is its Node's name (default: the hostname).
+	AgentNodeName string
+	// AgentDataDir is its data directory (default DataDir/agent).
+	AgentDataDir string
+	// AgentPort is its HTTPS API port (default 10250; 0 picks a free one).
+	AgentPort int
+	// AgentPodCIDR is the pod CIDR when node IPAM gives the Node none.
+	AgentPodCIDR string
+	// AgentBridge is the pod bridge's name (default kube0).
+	AgentBridge string
+	// AgentNodeIP is the Node's InternalIP (default: the default-route interface's IPv4).
+	AgentNodeIP string
+	// AgentContainerRuntimeEndpoint is an existing CRI endpoint (default: its own containerd).
+	AgentContainerRuntimeEndpoint string
+	// AgentContainerdProxy is its own containerd's HTTP(S)_PROXY.
+	AgentContainerdProxy string
+	// AgentImageDir holds image archives imported at start.
+	AgentImageDir string
+	// AgentClusterDNS and AgentResolvConf make the pods' resolv.conf.
+	AgentClusterDNS []string
+	AgentResolvConf string
+}
 
-func (o *AgentOptions) validate() error { return nil }
+func (o *AgentOptions) validate() error {
+	if !o.Agent {
+		return nil
+	}
+	if o.AgentPort < 0 || o.AgentPort > 65535 {
+		return fmt.Errorf("--agent-port %d: out of range", o.AgentPort)
+	}
+	if len(o.AgentBridge) > 15 {
+		return errors.New("--agent-bridge: at most 15 characters")
+	}
+	return nil
+}
 
 // startAgent starts the in-process node agent when asked for; it stops when ctx ends and wg
-// tracks it.
-func (s *Server) startAgent(ctx context.Context, wg *sync.WaitGroup) error { return nil }
+// tracks it. It acts as system:node:<name> in system:nodes, as a separate agent would.
+func (s *Server) startAgent(ctx context.Context, wg *sync.WaitGroup) error {
+	o := s.opts.AgentOptions
+	if !o.Agent {
+		return nil
+	}
+	name := o.AgentNodeName
+	if name == "" {
+		h, _ := os.Hostname()
+		name = strings.ToLower(h)
+	}
+	dir := o.AgentDataDir
+	if dir == "" {
+		dir = filepath.Join(s.opts.DataDir, "agent")
+	}
+	cfg, err := s.LoopbackConfig("system:node:"+name, "system:nodes")
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	a, err := agent.New(agent.Options{
+		NodeName: name, DataDir: dir, Config: cfg, Port: o.AgentPort, PodCIDR: o.AgentPodCIDR,
+		ClusterCIDR: s.opts.ClusterCIDR, Bridge: o.AgentBridge, NodeIP: o.AgentNodeIP,
+		ContainerRuntimeEndpoint: o.AgentContainerRuntimeEndpoint, ContainerdProxy: o.AgentContainerdProxy,
+		ImageDir: o.AgentImageDir, ClusterDNS: o.AgentClusterDNS, ResolvConf: o.AgentResolvConf,
+		Log: s.opts.Log,
+	})
+	if err != nil {
+		return err
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := a.Run(ctx); err != nil {
+			s.opts.Log.Error("node agent stopped", "err", err)
+		}
+	}()
+	return nil
+}

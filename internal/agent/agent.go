@@ -1,0 +1,359 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"kubeos.dev/kube/internal/agent/cni"
+	"kubeos.dev/kube/internal/agent/images"
+	"kubeos.dev/kube/internal/agent/pods"
+	agentruntime "kubeos.dev/kube/internal/agent/runtime"
+	"kubeos.dev/kube/internal/agent/server"
+)
+
+// Options configure an agent. Defaults fills the empty ones.
+type Options struct {
+	// NodeName is the Node's name (default: the hostname).
+	NodeName string
+	// DataDir holds everything the agent owns: containerd, pod volumes, logs, certificates.
+	DataDir string
+	// Config is the API client configuration, acting as system:node:<NodeName>.
+	Config *rest.Config
+	// ContainerRuntimeEndpoint is an existing CRI endpoint; empty starts the agent's own
+	// containerd.
+	ContainerRuntimeEndpoint string
+	// ContainerdProxy is the own containerd's HTTP(S)_PROXY (tests: a closed loopback port).
+	ContainerdProxy string
+	// CNIBinDir holds the CNI plugins (default /usr/lib/cni, Debian's).
+	CNIBinDir string
+	// Bridge is the pod network's bridge (default kube0).
+	Bridge string
+	// PodCIDR is used when the Node has no spec.podCIDR (the server's node IPAM sets it).
+	PodCIDR string
+	// ClusterCIDR gets the unreachable route (default: the pod CIDR).
+	ClusterCIDR string
+	// NodeIP is the InternalIP address (default: the default-route interface's IPv4).
+	NodeIP string
+	// Address and Port are where the HTTPS API listens (default 0.0.0.0:10250; port 0
+	// picks a free one).
+	Address string
+	Port    int
+	// ClientCAFile verifies API callers' client certificates (default: Config's CA).
+	ClientCAFile string
+	// ImageDir: every *.tar there is imported at start.
+	ImageDir string
+	// ClusterDNS, ClusterDomain and ResolvConf make the pods' resolv.conf.
+	ClusterDNS    []string
+	ClusterDomain string
+	ResolvConf    string
+	// MaxPods is the pods capacity (default 110).
+	MaxPods int
+	// SystemReserved and KubeReserved are taken off capacity for allocatable.
+	SystemReserved, KubeReserved corev1.ResourceList
+	// Log receives the agent's messages.
+	Log *slog.Logger
+}
+
+// Defaults fills the empty fields.
+func (o *Options) Defaults() {
+	if o.NodeName == "" {
+		h, _ := os.Hostname()
+		o.NodeName = strings.ToLower(h)
+	}
+	if o.CNIBinDir == "" {
+		o.CNIBinDir = "/usr/lib/cni"
+	}
+	if o.Bridge == "" {
+		o.Bridge = "kube0"
+	}
+	if o.Address == "" {
+		o.Address = "0.0.0.0"
+	}
+	if o.ClusterDomain == "" {
+		o.ClusterDomain = "cluster.local"
+	}
+	if o.ResolvConf == "" {
+		o.ResolvConf = "/etc/resolv.conf"
+	}
+	if o.MaxPods == 0 {
+		o.MaxPods = 110
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate names the bad option.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.DataDir == "" {
+		errs = append(errs, errors.New("agent: a data directory is required"))
+	}
+	if o.Config == nil {
+		errs = append(errs, errors.New("agent: an API client configuration (--kubeconfig) is required"))
+	}
+	for flag, c := range map[string]string{"--pod-cidr": o.PodCIDR, "--cluster-cidr": o.ClusterCIDR} {
+		if c != "" {
+			if _, err := netip.ParsePrefix(c); err != nil {
+				errs = append(errs, fmt.Errorf("agent: %s: %w", flag, err))
+			}
+		}
+	}
+	if len(o.Bridge) > 15 {
+		errs = append(errs, fmt.Errorf("agent: --bridge %q is longer than 15 characters", o.Bridge))
+	}
+	return errors.Join(errs...)
+}
+
+// Agent is one node agent.
+type Agent struct {
+	opts        Options
+	log         *slog.Logger
+	client      kubernetes.Interface
+	cri         *agentruntime.Services
+	machine     machine
+	allocatable corev1.ResourceList
+	nodeIP      string
+	port        int
+	statusNow   chan struct{}
+
+	mu      sync.Mutex
+	podCIDR string
+	network cni.Network
+}
+
+// New checks o and makes an agent; Run runs it.
+func New(o Options) (*Agent, error) {
+	o.Defaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(o.Config)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	a := &Agent{opts: o, log: o.Log.With("component", "agent", "node", o.NodeName), client: cs, statusNow: make(chan struct{}, 1)}
+	a.nodeIP = o.NodeIP
+	if a.nodeIP == "" {
+		a.nodeIP = defaultRouteIP()
+	}
+	return a, nil
+}
+
+// Run runs the agent until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	o := a.opts
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, d := range []string{o.DataDir, filepath.Join(o.DataDir, "images"), filepath.Join(o.DataDir, "pki")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+	}
+	a.machine = readMachine(o.DataDir, o.MaxPods)
+	a.allocatable = allocatable(a.machine.capacity, o.SystemReserved, o.KubeReserved)
+
+	// Runtime.
+	endpoint := o.ContainerRuntimeEndpoint
+	layout := agentruntime.Layout{Dir: filepath.Join(o.DataDir, "containerd")}
+	if endpoint == "" {
+		ctrd := &agentruntime.Containerd{Layout: layout, Proxy: o.ContainerdProxy, Log: a.log,
+			Config: agentruntime.ConfigOptions{SandboxImage: images.PauseRef, CNIBinDir: o.CNIBinDir}}
+		if err := ctrd.Start(ctx, &wg); err != nil {
+			return err
+		}
+		endpoint = layout.Endpoint()
+		pause := filepath.Join(o.DataDir, "images", "pause.tar")
+		if err := images.WritePause(pause); err != nil {
+			return err
+		}
+		if err := images.Import(ctx, layout.Socket(), pause); err != nil {
+			return err
+		}
+		if o.ImageDir != "" {
+			done, err := images.ImportDir(ctx, layout.Socket(), o.ImageDir)
+			if err != nil {
+				return err
+			}
+			a.log.Info("images imported", "files", done)
+		}
+	}
+	cri, err := agentruntime.Connect(ctx, endpoint)
+	if err != nil {
+		return err
+	}
+	a.cri = cri
+
+	// Node and network.
+	node, err := a.register(ctx)
+	if err != nil {
+		return err
+	}
+	a.setPodCIDR(node.Spec.PodCIDR)
+
+	// HTTPS API.
+	caPool, err := a.clientCA()
+	if err != nil {
+		return err
+	}
+	hosts := []string{o.NodeName, "localhost", "127.0.0.1"}
+	if a.nodeIP != "" {
+		hosts = append(hosts, a.nodeIP)
+	}
+	mgr := pods.New(pods.Options{
+		NodeName: o.NodeName, Client: a.client, Runtime: cri.Runtime, Images: cri.Images,
+		RootDir: filepath.Join(o.DataDir, "kubelet"), LogDir: filepath.Join(o.DataDir, "pod-logs"),
+		ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
+		HostDNS:     a.hostDNS,
+		Allocatable: func() corev1.ResourceList { return a.allocatable },
+		HostIP:      func() string { return a.nodeIP },
+		Log:         a.log,
+	})
+	srv, err := server.Listen(server.Options{Addr: net.JoinHostPort(o.Address, fmt.Sprint(o.Port)), NodeName: o.NodeName, ClientCA: caPool,
+		CertDir: filepath.Join(o.DataDir, "pki"), Hosts: hosts, Client: a.client, Pods: mgr, Runtime: cri.Runtime, Log: a.log})
+	if err != nil {
+		return err
+	}
+	a.port = srv.Port()
+	a.log.Info("agent API listening", "port", a.port)
+	errc := make(chan error, 2)
+	wg.Add(4)
+	go func() { defer wg.Done(); errc <- srv.Serve(ctx) }()
+	go func() { defer wg.Done(); a.reportStatus(ctx) }()
+	go func() { defer wg.Done(); a.runLease(ctx) }()
+	go func() { defer wg.Done(); errc <- mgr.Start(ctx) }()
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errc:
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+}
+
+// Port is the HTTPS API's port once Run has started it.
+func (a *Agent) Port() int { return a.port }
+
+// setPodCIDR writes the CNI configuration for cidr (the node's, else the flag's) when it
+// changes.
+func (a *Agent) setPodCIDR(nodeCIDR string) {
+	cidr := nodeCIDR
+	if cidr == "" {
+		cidr = a.opts.PodCIDR
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cidr == "" || cidr == a.podCIDR {
+		return
+	}
+	prefix, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		a.log.Error("pod CIDR", "cidr", cidr, "err", err)
+		return
+	}
+	n := cni.Network{Name: "kube-" + a.opts.Bridge, Bridge: a.opts.Bridge, PodCIDR: prefix, IPAMDir: filepath.Join(a.opts.DataDir, "cni", "ipam")}
+	confDir := agentruntime.Layout{Dir: filepath.Join(a.opts.DataDir, "containerd")}.CNIConfDir()
+	if err := cni.Write(confDir, n); err != nil {
+		a.log.Error("cni configuration", "err", err)
+		return
+	}
+	cluster := prefix
+	if a.opts.ClusterCIDR != "" {
+		cluster, _ = netip.ParsePrefix(a.opts.ClusterCIDR)
+	}
+	if err := cni.AddUnreachable(context.Background(), cluster); err != nil {
+		a.log.Error("cluster route", "err", err)
+	}
+	a.podCIDR, a.network = cidr, n
+	a.log.Info("pod network", "podCIDR", cidr, "bridge", n.Bridge, "clusterCIDR", cluster)
+	select {
+	case a.statusNow <- struct{}{}:
+	default:
+	}
+}
+
+func (a *Agent) hostDNS() (servers, searches, options []string) {
+	b, err := os.ReadFile(a.opts.ResolvConf)
+	if err != nil {
+		return nil, nil, nil
+	}
+	return pods.ParseResolvConf(string(b))
+}
+
+func (a *Agent) clientCA() (*x509.CertPool, error) {
+	var pem []byte
+	var err error
+	switch {
+	case a.opts.ClientCAFile != "":
+		pem, err = os.ReadFile(a.opts.ClientCAFile)
+	case len(a.opts.Config.CAData) > 0:
+		pem = a.opts.Config.CAData
+	case a.opts.Config.CAFile != "":
+		pem, err = os.ReadFile(a.opts.Config.CAFile)
+	default:
+		err = errors.New("no client CA: set --client-ca-file or a CA in the kubeconfig")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent: client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, errors.New("agent: client CA: no certificate found")
+	}
+	return pool, nil
+}
+
+// defaultRouteIP is the IPv4 address of the interface holding the default route ("" when
+// none).
+func defaultRouteIP() string {
+	f, err := os.Open("/proc/net/route")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 || fields[1] != "00000000" {
+			continue
+		}
+		ifc, err := net.InterfaceByName(fields[0])
+		if err != nil {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, ad := range addrs {
+			if ipn, ok := ad.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return ""
+}
+
+// Cleanup removes what the agent put on the host outside its data directory for network
+// n: the bridge and the unreachable route (for tests and `kube agent --cleanup`).
+func Cleanup(ctx context.Context, bridge string, clusterCIDR string) {
+	cni.DeleteBridge(ctx, bridge)
+	if p, err := netip.ParsePrefix(clusterCIDR); err == nil {
+		cni.DeleteUnreachable(ctx, p)
+	}
+}

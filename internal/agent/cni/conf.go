@@ -1,0 +1,86 @@
+package cni
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+)
+
+// Network is one agent's pod network.
+type Network struct {
+	// Name of the CNI network (and of the conflist file).
+	Name string
+	// Bridge is the Linux bridge's name (at most 15 bytes).
+	Bridge string
+	// PodCIDR is the node's pod range.
+	PodCIDR netip.Prefix
+	// IPAMDir is host-local's data directory.
+	IPAMDir string
+}
+
+// Gateway is the first address of the pod CIDR, held by the bridge.
+func (n Network) Gateway() netip.Addr { return n.PodCIDR.Masked().Addr().Next() }
+
+// Validate checks the names and the range.
+func (n Network) Validate() error {
+	if n.Bridge == "" || len(n.Bridge) > 15 {
+		return fmt.Errorf("cni: bridge name %q must be 1 to 15 characters", n.Bridge)
+	}
+	if !n.PodCIDR.IsValid() || !n.PodCIDR.Addr().Is4() || n.PodCIDR.Bits() > 30 {
+		return fmt.Errorf("cni: pod CIDR %s must be an IPv4 range of at least 4 addresses", n.PodCIDR)
+	}
+	return nil
+}
+
+// ConfList is the CNI configuration list of n (bridge + host-local, portmap, loopback is
+// run by containerd itself). Pure.
+func ConfList(n Network) ([]byte, error) {
+	if err := n.Validate(); err != nil {
+		return nil, err
+	}
+	conf := map[string]any{
+		"cniVersion": "0.4.0",
+		"name":       n.Name,
+		"plugins": []any{
+			map[string]any{
+				"type": "bridge", "bridge": n.Bridge, "isGateway": true, "ipMasq": false, "hairpinMode": true,
+				"ipam": map[string]any{
+					"type": "host-local", "dataDir": n.IPAMDir,
+					"ranges": [][]map[string]string{{{"subnet": n.PodCIDR.Masked().String(), "gateway": n.Gateway().String()}}},
+					// No default route in pods: the plugin turns on ip_forward, and a pod
+					// address must never be forwarded off the machine. Service and DNS
+					// addresses come with the networking issue.
+					"routes": []map[string]string{},
+				},
+			},
+			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}, "snat": false},
+		},
+	}
+	return json.MarshalIndent(conf, "", "  ")
+}
+
+// Write writes n's conflist into confDir (replacing any other conflist there, so that
+// containerd picks this one).
+func Write(confDir string, n Network) error {
+	b, err := ConfList(n)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		return fmt.Errorf("cni: %w", err)
+	}
+	old, _ := filepath.Glob(filepath.Join(confDir, "*.conflist"))
+	name := filepath.Join(confDir, "10-"+n.Name+".conflist")
+	for _, f := range old {
+		if f != name {
+			_ = os.Remove(f)
+		}
+	}
+	tmp := name + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("cni: %w", err)
+	}
+	return os.Rename(tmp, name)
+}

@@ -1,0 +1,557 @@
+package pods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+)
+
+// worker keeps one pod in the state its spec asks for.
+type worker struct {
+	m    *Manager
+	uid  types.UID
+	key  string
+	wake chan struct{}
+
+	restart map[string]*backoff // per container name
+	pull    map[string]*backoff // per image
+	waiting map[string]*corev1.ContainerStateWaiting
+
+	volumes   map[string]string
+	tokens    map[string]time.Time
+	volumesAt time.Time
+
+	last   *corev1.PodStatus
+	lastRV int64
+}
+
+func newWorker(m *Manager, pod *corev1.Pod) *worker {
+	return &worker{m: m, uid: pod.UID, key: pod.Namespace + "/" + pod.Name, wake: make(chan struct{}, 1),
+		restart: map[string]*backoff{}, pull: map[string]*backoff{}, waiting: map[string]*corev1.ContainerStateWaiting{}, tokens: map[string]time.Time{}}
+}
+
+func (w *worker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run syncs until the pod is gone: on every change of the pod or its probes, and every
+// second (how the agent notices container exits).
+func (w *worker) run(ctx context.Context) {
+	for {
+		pod := w.m.pod(w.key, w.uid)
+		if pod == nil {
+			w.gone(ctx)
+			return
+		}
+		var err error
+		if pod.DeletionTimestamp != nil {
+			err = w.terminate(ctx, pod)
+		} else {
+			err = w.sync(ctx, pod)
+		}
+		if err != nil && ctx.Err() == nil {
+			w.m.opts.Log.Warn("pod sync", "pod", w.key, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// gone tears down what is left of a pod deleted from the API.
+func (w *worker) gone(ctx context.Context) {
+	sbs, _ := w.sandboxes(ctx)
+	for _, sb := range sbs {
+		w.m.teardownSandbox(ctx, sb.Id, 2)
+	}
+	w.m.probes.forget(func(string) bool { return true })
+	_ = os.RemoveAll(filepath.Join(w.m.opts.RootDir, "pods", string(w.uid)))
+}
+
+func (w *worker) sandboxes(ctx context.Context) ([]*runtimeapi.PodSandbox, error) {
+	sbs, err := w.m.opts.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: string(w.uid)}})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(sbs, func(i, j int) bool {
+		return sbs[i].Metadata.Attempt > sbs[j].Metadata.Attempt || sbs[i].Metadata.Attempt == sbs[j].Metadata.Attempt && sbs[i].CreatedAt > sbs[j].CreatedAt
+	})
+	return sbs, nil
+}
+
+// containers are the pod's runtime containers by name, newest first.
+func (w *worker) containers(ctx context.Context) (map[string][]*runtimeapi.ContainerStatus, error) {
+	cs, err := w.m.opts.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{labelPodUID: string(w.uid)}})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]*runtimeapi.ContainerStatus{}
+	sort.Slice(cs, func(i, j int) bool {
+		return cs[i].Metadata.Attempt > cs[j].Metadata.Attempt || cs[i].Metadata.Attempt == cs[j].Metadata.Attempt && cs[i].CreatedAt > cs[j].CreatedAt
+	})
+	for _, c := range cs {
+		name := c.Labels[labelContainer]
+		if len(out[name]) >= 2 {
+			// Only the newest and the one before are kept (logs --previous).
+			_ = w.m.opts.Runtime.RemoveContainer(ctx, c.Id)
+			continue
+		}
+		st, err := w.m.opts.Runtime.ContainerStatus(ctx, c.Id, false)
+		if err != nil {
+			return nil, fmt.Errorf("container status %s: %w", c.Id, err)
+		}
+		out[name] = append(out[name], st.Status)
+	}
+	return out, nil
+}
+
+// sync is one level-based pass over a live pod.
+func (w *worker) sync(ctx context.Context, pod *corev1.Pod) error {
+	m := w.m
+	obs := observation{HostIP: m.opts.HostIP()}
+	if p := w.oldStatus(pod).Phase; p == corev1.PodSucceeded || p == corev1.PodFailed {
+		return nil // terminal: nothing runs again; the containers stay for their logs
+	}
+	sbs, err := w.sandboxes(ctx)
+	if err != nil {
+		return err
+	}
+	var sandbox *runtimeapi.PodSandbox
+	if len(sbs) > 0 && sbs[0].State == runtimeapi.PodSandboxState_SANDBOX_READY {
+		sandbox = sbs[0]
+	}
+	// Volumes: at first, then every minute or when a token is due.
+	if w.volumes == nil || time.Since(w.volumesAt) > time.Minute || !tokensFresh(w.tokens, time.Now()) {
+		vols, err := m.prepareVolumes(ctx, pod, w.tokens)
+		if err != nil {
+			var me mountError
+			if errors.As(err, &me) {
+				m.event(pod, "FailedMount", err.Error())
+			}
+			if w.volumes == nil {
+				w.observeContainers(ctx, pod, &obs, nil, nil)
+				return errors.Join(err, w.writeStatus(ctx, pod, obs))
+			}
+		} else {
+			w.volumes, w.volumesAt = vols, time.Now()
+		}
+	}
+	if sandbox == nil {
+		attempt := uint32(0)
+		if len(sbs) > 0 {
+			attempt = sbs[0].Metadata.Attempt + 1
+			for _, sb := range sbs {
+				_ = m.opts.Runtime.StopPodSandbox(ctx, sb.Id)
+			}
+		}
+		if err := w.writeStatus(ctx, pod, w.pendingObservation(ctx, pod, obs)); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(m.podLogDir(pod), 0o755); err != nil {
+			return err
+		}
+		cfg := m.sandboxConfig(pod, attempt)
+		id, err := m.opts.Runtime.RunPodSandbox(ctx, cfg, "")
+		if err != nil {
+			m.event(pod, "FailedCreatePodSandBox", "Failed to create pod sandbox: "+err.Error())
+			return fmt.Errorf("run sandbox: %w", err)
+		}
+		sbs, err = w.sandboxes(ctx)
+		if err != nil {
+			return err
+		}
+		for _, sb := range sbs {
+			if sb.Id == id {
+				sandbox = sb
+			} else {
+				_ = m.opts.Runtime.RemovePodSandbox(ctx, sb.Id)
+			}
+		}
+		if sandbox == nil {
+			return fmt.Errorf("sandbox %s vanished", id)
+		}
+	}
+	obs.SandboxReady = true
+	sbStatus, err := m.opts.Runtime.PodSandboxStatus(ctx, sandbox.Id, false)
+	if err != nil {
+		return err
+	}
+	if n := sbStatus.GetStatus().GetNetwork(); n != nil {
+		obs.PodIP = n.Ip
+	}
+	if pod.Spec.HostNetwork {
+		obs.PodIP = obs.HostIP
+	}
+	sbCfg := m.sandboxConfig(pod, sandbox.Metadata.Attempt)
+	byName, err := w.containers(ctx)
+	if err != nil {
+		return err
+	}
+	// Init containers, one after another.
+	initDone := true
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		o := w.observe(ctx, pod, c, byName[c.Name], obs.PodIP)
+		obs.Init = append(obs.Init, o)
+		if !initDone {
+			continue
+		}
+		l := o.Latest
+		switch {
+		case l != nil && l.State == runtimeapi.ContainerState_CONTAINER_EXITED && l.ExitCode == 0:
+			continue
+		case l != nil && l.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
+		case l != nil && l.State == runtimeapi.ContainerState_CONTAINER_EXITED && pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
+		default:
+			w.ensure(ctx, pod, c, l, sandbox.Id, sbCfg, obs.PodIP, true, &obs.Init[len(obs.Init)-1])
+		}
+		initDone = false
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		o := w.observe(ctx, pod, c, byName[c.Name], obs.PodIP)
+		if initDone {
+			w.ensure(ctx, pod, c, o.Latest, sandbox.Id, sbCfg, obs.PodIP, false, &o)
+		}
+		obs.Containers = append(obs.Containers, o)
+	}
+	return w.writeStatus(ctx, pod, obs)
+}
+
+// pendingObservation is the status before a sandbox exists.
+func (w *worker) pendingObservation(ctx context.Context, pod *corev1.Pod, obs observation) observation {
+	w.observeContainers(ctx, pod, &obs, nil, nil)
+	return obs
+}
+
+func (w *worker) observeContainers(ctx context.Context, pod *corev1.Pod, obs *observation, _ map[string][]*runtimeapi.ContainerStatus, _ any) {
+	for i := range pod.Spec.InitContainers {
+		obs.Init = append(obs.Init, containerObs{Spec: &pod.Spec.InitContainers[i], Waiting: w.waiting[pod.Spec.InitContainers[i].Name]})
+	}
+	for i := range pod.Spec.Containers {
+		obs.Containers = append(obs.Containers, containerObs{Spec: &pod.Spec.Containers[i], Waiting: w.waiting[pod.Spec.Containers[i].Name]})
+	}
+}
+
+// observe is what the runtime and the probes say of container c.
+func (w *worker) observe(ctx context.Context, pod *corev1.Pod, c *corev1.Container, rt []*runtimeapi.ContainerStatus, podIP string) containerObs {
+	o := containerObs{Spec: c, Waiting: w.waiting[c.Name]}
+	if len(rt) > 0 {
+		o.Latest = rt[0]
+	}
+	if len(rt) > 1 {
+		o.Previous = rt[1]
+	}
+	if l := o.Latest; l != nil && l.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		o.Waiting = nil
+		o.Started, o.Ready, _ = w.m.probes.state(ctx, pod, c, l.Id, podIP, time.Unix(0, l.StartedAt), w.poke)
+	}
+	return o
+}
+
+// ensure moves container c toward running: start it, restart it after an exit (with
+// back-off), kill it when its liveness probe failed. It records a waiting reason in o.
+func (w *worker) ensure(ctx context.Context, pod *corev1.Pod, c *corev1.Container, l *runtimeapi.ContainerStatus, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, podIP string, init bool, o *containerObs) {
+	m := w.m
+	now := time.Now()
+	attempt := uint32(0)
+	if l != nil {
+		attempt = l.Metadata.Attempt + 1
+		switch l.State {
+		case runtimeapi.ContainerState_CONTAINER_RUNNING:
+			if _, _, liveFailed := m.probes.state(ctx, pod, c, l.Id, podIP, time.Unix(0, l.StartedAt), w.poke); liveFailed {
+				m.event(pod, "Killing", fmt.Sprintf("Container %s failed liveness probe, will be restarted", c.Name))
+				_ = m.opts.Runtime.StopContainer(ctx, l.Id, ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, 30))
+				w.poke()
+			}
+			return
+		case runtimeapi.ContainerState_CONTAINER_CREATED:
+			if err := m.opts.Runtime.StartContainer(ctx, l.Id); err != nil {
+				o.Waiting = &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: err.Error()}
+				w.waiting[c.Name] = o.Waiting
+			}
+			return
+		case runtimeapi.ContainerState_CONTAINER_EXITED:
+			restart := pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && l.ExitCode != 0
+			if init {
+				restart = pod.Spec.RestartPolicy != corev1.RestartPolicyNever
+			}
+			if !restart {
+				return
+			}
+			finished := time.Unix(0, l.FinishedAt)
+			b := w.restart[c.Name]
+			if b.blocked(finished, now) {
+				o.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", b.delay, c.Name, pod.Name, pod.Namespace, pod.UID)}
+				return
+			}
+			if b != nil && b.since.After(finished) {
+				// This exit was already counted: wait for the new container.
+				return
+			}
+			w.restart[c.Name] = b.next(now, finished.Sub(time.Unix(0, l.StartedAt)))
+		default:
+			_ = m.opts.Runtime.RemoveContainer(ctx, l.Id)
+			attempt = l.Metadata.Attempt
+		}
+	}
+	if wt := w.start(ctx, pod, c, attempt, sandboxID, sbCfg, podIP, init); wt != nil {
+		o.Waiting = wt
+		w.waiting[c.Name] = wt
+		return
+	}
+	delete(w.waiting, c.Name)
+	o.Waiting = nil
+	w.poke()
+}
+
+// start pulls c's image when needed, creates and starts the container; a non-nil result
+// is why it is still waiting.
+func (w *worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container, attempt uint32, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, podIP string, init bool) *corev1.ContainerStateWaiting {
+	m := w.m
+	image, wt := w.ensureImage(ctx, pod, c, sbCfg)
+	if wt != nil {
+		return wt
+	}
+	env, err := m.envVars(ctx, pod, c, podIP, m.opts.HostIP())
+	if err != nil {
+		m.event(pod, "Failed", "Error: "+err.Error())
+		return &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
+	}
+	cfg, err := m.containerConfig(pod, c, attempt, image, env, w.volumes, init)
+	if err != nil {
+		return &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
+	}
+	id, err := m.opts.Runtime.CreateContainer(ctx, sandboxID, cfg, sbCfg)
+	if err != nil {
+		m.event(pod, "Failed", "Error: "+err.Error())
+		return &corev1.ContainerStateWaiting{Reason: "CreateContainerError", Message: err.Error()}
+	}
+	m.event(pod, "Created", "Created container: "+c.Name)
+	if err := m.opts.Runtime.StartContainer(ctx, id); err != nil {
+		m.event(pod, "Failed", "Error: "+err.Error())
+		return &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: err.Error()}
+	}
+	m.event(pod, "Started", "Started container "+c.Name)
+	return nil
+}
+
+// ensureImage makes c's image present per its imagePullPolicy and returns its reference.
+func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sbCfg *runtimeapi.PodSandboxConfig) (string, *corev1.ContainerStateWaiting) {
+	m := w.m
+	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
+	present := false
+	if st, err := m.opts.Images.ImageStatus(ctx, spec, false); err == nil && st.GetImage() != nil {
+		present = true
+	}
+	policy := c.ImagePullPolicy
+	if policy == "" {
+		policy = corev1.PullIfNotPresent
+	}
+	if present && policy != corev1.PullAlways {
+		return c.Image, nil
+	}
+	if policy == corev1.PullNever {
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+		m.event(pod, "ErrImageNeverPull", msg)
+		return "", &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: msg}
+	}
+	b := w.pull[c.Image]
+	now := time.Now()
+	if b.blocked(b.since, now) {
+		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+		m.event(pod, "BackOff", msg)
+		return "", &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: msg}
+	}
+	m.event(pod, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
+	t0 := time.Now()
+	ref, err := m.opts.Images.PullImage(ctx, spec, nil, sbCfg)
+	if err != nil {
+		w.pull[c.Image] = b.next(now, 0)
+		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
+		m.event(pod, "Failed", msg)
+		return "", &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: msg}
+	}
+	delete(w.pull, c.Image)
+	m.event(pod, "Pulled", fmt.Sprintf("Successfully pulled image %q in %s", c.Image, time.Since(t0).Round(time.Millisecond)))
+	return ref, nil
+}
+
+// oldStatus is the status the next one is computed from: the one this worker last wrote
+// when the informer has not caught up with it yet.
+func (w *worker) oldStatus(pod *corev1.Pod) corev1.PodStatus {
+	rv, _ := strconv.ParseInt(pod.ResourceVersion, 10, 64)
+	if w.last != nil && rv < w.lastRV {
+		return *w.last
+	}
+	return pod.Status
+}
+
+// writeStatus computes the pod's status from obs and writes it when it changed.
+func (w *worker) writeStatus(ctx context.Context, pod *corev1.Pod, obs observation) error {
+	p := pod.DeepCopy()
+	p.Status = w.oldStatus(pod)
+	st := generateStatus(p, obs, time.Now())
+	if statusEqual(p.Status, st) {
+		return nil
+	}
+	p.Status = st
+	out, err := w.m.opts.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	if err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			w.poke()
+			return nil
+		}
+		return fmt.Errorf("update status: %w", err)
+	}
+	w.last = &out.Status
+	w.lastRV, _ = strconv.ParseInt(out.ResourceVersion, 10, 64)
+	return nil
+}
+
+// terminate stops a pod being deleted: preStop hooks and the stop signal within the grace
+// period, SIGKILL at its end (CRI StopContainer), the sandbox removed, the final status
+// written and the pod deleted with grace 0 and its UID as precondition.
+func (w *worker) terminate(ctx context.Context, pod *corev1.Pod) error {
+	m := w.m
+	grace := ptr.Deref(pod.DeletionGracePeriodSeconds, ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, 30))
+	grace = max(grace, 2)
+	byName, err := w.containers(ctx)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		list := byName[c.Name]
+		if len(list) == 0 || list[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		id := list[0].Id
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			deadline := time.Now().Add(time.Duration(grace) * time.Second)
+			if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+				w.preStop(ctx, pod, &c, id, grace)
+			}
+			left := max(int64(time.Until(deadline).Seconds()), 1)
+			m.event(pod, "Killing", "Stopping container "+c.Name)
+			if err := m.opts.Runtime.StopContainer(ctx, id, left); err != nil {
+				m.event(pod, "FailedKillPod", err.Error())
+			}
+		}()
+	}
+	wg.Wait()
+	m.probes.forget(func(string) bool { return false })
+	// The final status: every container terminated.
+	byName, err = w.containers(ctx)
+	if err != nil {
+		return err
+	}
+	obs := observation{HostIP: m.opts.HostIP()}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		obs.Init = append(obs.Init, terminatedObs(c, byName[c.Name]))
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		obs.Containers = append(obs.Containers, terminatedObs(c, byName[c.Name]))
+	}
+	sbs, _ := w.sandboxes(ctx)
+	for _, sb := range sbs {
+		m.teardownSandbox(ctx, sb.Id, 1)
+	}
+	if err := w.writeFinalStatus(ctx, pod, obs); err != nil {
+		return err
+	}
+	_ = os.RemoveAll(filepath.Join(m.opts.RootDir, "pods", string(pod.UID)))
+	_ = os.RemoveAll(m.podLogDir(pod))
+	err = m.opts.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("final delete: %w", err)
+	}
+	return nil
+}
+
+func terminatedObs(c *corev1.Container, rt []*runtimeapi.ContainerStatus) containerObs {
+	o := containerObs{Spec: c}
+	if len(rt) > 0 {
+		o.Latest = rt[0]
+	}
+	if len(rt) > 1 {
+		o.Previous = rt[1]
+	}
+	if o.Latest == nil {
+		o.Waiting = &corev1.ContainerStateWaiting{Reason: reasonContainerCreating}
+	}
+	return o
+}
+
+// writeFinalStatus is the status of a terminated pod: Succeeded when every container
+// exited 0, Failed otherwise, whatever the restart policy.
+func (w *worker) writeFinalStatus(ctx context.Context, pod *corev1.Pod, obs observation) error {
+	p := pod.DeepCopy()
+	p.Status = w.oldStatus(pod)
+	st := generateStatus(p, obs, time.Now())
+	st.Phase = corev1.PodSucceeded
+	for _, cs := range st.ContainerStatuses {
+		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+			st.Phase = corev1.PodFailed
+		}
+	}
+	for i := range st.Conditions {
+		switch st.Conditions[i].Type {
+		case corev1.PodReady, corev1.ContainersReady, corev1.PodReadyToStartContainers:
+			if st.Conditions[i].Status == corev1.ConditionTrue {
+				st.Conditions[i].Status, st.Conditions[i].Reason = corev1.ConditionFalse, "PodCompleted"
+				st.Conditions[i].LastTransitionTime = metav1.Now()
+			}
+		}
+	}
+	p.Status = st
+	_, err := w.m.opts.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("final status: %w", err)
+	}
+	return nil
+}
+
+// preStop runs c's preStop hook within grace seconds.
+func (w *worker) preStop(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, grace int64) {
+	h := c.Lifecycle.PreStop
+	timeout := time.Duration(grace) * time.Second
+	switch {
+	case h.Exec != nil:
+		if _, stderr, err := w.m.opts.Runtime.ExecSync(ctx, id, h.Exec.Command, timeout); err != nil {
+			w.m.event(pod, "FailedPreStopHook", fmt.Sprintf("PreStopHook failed: %v %s", err, strings.TrimSpace(string(stderr))))
+		}
+	case h.Sleep != nil:
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(time.Duration(h.Sleep.Seconds)*time.Second, timeout)):
+		}
+	case h.HTTPGet != nil:
+		w.m.event(pod, "FailedPreStopHook", "httpGet preStop hooks are not supported by kube agent")
+	}
+}

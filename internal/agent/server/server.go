@@ -1,0 +1,403 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/client-go/kubernetes"
+	certutil "k8s.io/client-go/util/cert"
+	internalapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/cri-client/pkg/logs"
+)
+
+// Pods is what the server needs of the pod manager.
+type Pods interface {
+	Pods() []*corev1.Pod
+	Container(ctx context.Context, ns, pod, container string, previous bool) (id, logPath string, running bool, err error)
+}
+
+// Options configure the server.
+type Options struct {
+	// Addr is the listen address (host:port; port 0 picks one).
+	Addr string
+	// NodeName is the node the authorisation checks name.
+	NodeName string
+	// ClientCA verifies callers' client certificates.
+	ClientCA *x509.CertPool
+	// CertDir keeps the self-signed serving certificate.
+	CertDir string
+	// Hosts are the names and addresses the serving certificate names.
+	Hosts []string
+	// Client makes SubjectAccessReviews.
+	Client kubernetes.Interface
+	Pods   Pods
+	// Runtime is the CRI runtime (streaming, sandboxes, log checks).
+	Runtime internalapi.RuntimeService
+	Log     *slog.Logger
+}
+
+// Server is the running API.
+type Server struct {
+	opts Options
+	ln   net.Listener
+
+	mu    sync.Mutex
+	cache map[string]decision
+}
+
+type decision struct {
+	allowed bool
+	reason  string
+	at      time.Time
+}
+
+// Listen opens the listener; Serve serves on it.
+func Listen(o Options) (*Server, error) {
+	cert, err := servingCert(o.CertDir, o.Hosts)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("agent server: %w", err)
+	}
+	tlsLn := tls.NewListener(ln, &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.VerifyClientCertIfGiven,
+		ClientCAs:    o.ClientCA,
+		MinVersion:   tls.VersionTLS12,
+		NextProtos:   []string{"http/1.1"},
+	})
+	return &Server{opts: o, ln: tlsLn, cache: map[string]decision{}}, nil
+}
+
+// Port is the port listened on.
+func (s *Server) Port() int { return s.ln.Addr().(*net.TCPAddr).Port }
+
+// Serve serves until ctx ends.
+func (s *Server) Serve(ctx context.Context) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("GET /pods", s.pods)
+	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", s.logs)
+	mux.HandleFunc("/exec/{ns}/{pod}/{container}", s.exec)
+	mux.HandleFunc("/exec/{ns}/{pod}/{uid}/{container}", s.exec)
+	mux.HandleFunc("/attach/{ns}/{pod}/{container}", s.attach)
+	mux.HandleFunc("/attach/{ns}/{pod}/{uid}/{container}", s.attach)
+	mux.HandleFunc("/portForward/{ns}/{pod}", s.portForward)
+	mux.HandleFunc("/portForward/{ns}/{pod}/{uid}", s.portForward)
+	srv := &http.Server{Handler: s.authenticated(mux), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelDebug)}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	err := srv.Serve(s.ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// subresource is the kubelet's mapping of a path to a nodes subresource. Pure.
+func subresource(path string) string {
+	switch {
+	case path == "/stats" || len(path) > 7 && path[:7] == "/stats/":
+		return "stats"
+	case path == "/metrics" || len(path) > 9 && path[:9] == "/metrics/":
+		return "metrics"
+	case path == "/logs" || len(path) > 6 && path[:6] == "/logs/":
+		return "log"
+	case path == "/healthz":
+		return "healthz"
+	}
+	return "proxy"
+}
+
+// verb is the kubelet's mapping of a method to a verb. Pure.
+func verb(method string) string {
+	switch method {
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return "get"
+}
+
+func (s *Server) authenticated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		cert := r.TLS.VerifiedChains[0][0]
+		user, groups := cert.Subject.CommonName, cert.Subject.Organization
+		sub, v := subresource(r.URL.Path), verb(r.Method)
+		ok, reason, err := s.authorize(r.Context(), user, groups, v, sub)
+		if err != nil {
+			http.Error(w, "authorization: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if !ok {
+			http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=nodes, subresource=%s): %s", user, v, sub, reason), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) authorize(ctx context.Context, user string, groups []string, verb, sub string) (bool, string, error) {
+	key := fmt.Sprint(user, groups, verb, sub)
+	s.mu.Lock()
+	d, ok := s.cache[key]
+	s.mu.Unlock()
+	if ok && time.Since(d.at) < time.Minute {
+		return d.allowed, d.reason, nil
+	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user, Groups: groups,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "nodes", Subresource: sub, Name: s.opts.NodeName},
+	}}
+	out, err := s.opts.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	if err != nil {
+		return false, "", err
+	}
+	s.mu.Lock()
+	s.cache[key] = decision{allowed: out.Status.Allowed, reason: out.Status.Reason, at: time.Now()}
+	s.mu.Unlock()
+	return out.Status.Allowed, out.Status.Reason, nil
+}
+
+func (s *Server) pods(w http.ResponseWriter, r *http.Request) {
+	list := corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
+	for _, p := range s.opts.Pods.Pods() {
+		list.Items = append(list.Items, *p)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(&list)
+}
+
+// LogOptions decodes the kubelet's containerLogs query. Pure.
+func LogOptions(q url.Values, now time.Time) (opts *logs.LogOptions, previous bool, err error) {
+	b := func(k string) bool { v, _ := strconv.ParseBool(q.Get(k)); return v }
+	i := func(k string) (*int64, error) {
+		v := q.Get(k)
+		if v == "" {
+			return nil, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%s: %q is not a non-negative integer", k, v)
+		}
+		return &n, nil
+	}
+	opts = &logs.LogOptions{Follow: b("follow"), Timestamp: b("timestamps")}
+	if opts.TailLines, err = i("tailLines"); err != nil {
+		return nil, false, err
+	}
+	if opts.LimitBytes, err = i("limitBytes"); err != nil {
+		return nil, false, err
+	}
+	since, err := i("sinceSeconds")
+	if err != nil {
+		return nil, false, err
+	}
+	if since != nil {
+		opts.Since = now.Add(-time.Duration(*since) * time.Second)
+	}
+	if st := q.Get("sinceTime"); st != "" {
+		t, err := time.Parse(time.RFC3339, st)
+		if err != nil {
+			return nil, false, fmt.Errorf("sinceTime: %w", err)
+		}
+		opts.Since = t
+	}
+	return opts, b("previous"), nil
+}
+
+func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
+	opts, previous, err := LogOptions(r.URL.Query(), time.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	ns, pod, container := r.PathValue("ns"), r.PathValue("pod"), r.PathValue("container")
+	id, path, _, err := s.opts.Pods.Container(r.Context(), ns, pod, container, previous)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if _, err := os.Stat(path); err != nil {
+		http.Error(w, fmt.Sprintf("failed to open log file %q: %v", path, err), http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(http.StatusOK)
+	fw := &flushWriter{w: w, rc: http.NewResponseController(w)}
+	if err := logs.ReadLogs(r.Context(), path, id, opts, s.opts.Runtime, fw, fw); err != nil && r.Context().Err() == nil {
+		s.opts.Log.Debug("read logs", "container", id, "err", err)
+	}
+}
+
+type flushWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (f *flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	_ = f.rc.Flush()
+	return n, err
+}
+
+func boolQ(q url.Values, k string) bool {
+	v, _ := strconv.ParseBool(q.Get(k))
+	return v
+}
+
+func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	id, ok := s.runningContainer(w, r)
+	if !ok {
+		return
+	}
+	cmd := q["command"]
+	if len(cmd) == 0 {
+		http.Error(w, "you must specify at least 1 command", http.StatusBadRequest)
+		return
+	}
+	resp, err := s.opts.Runtime.Exec(r.Context(), &runtimeapi.ExecRequest{ContainerId: id, Cmd: cmd, Tty: boolQ(q, "tty"),
+		Stdin: boolQ(q, "input") || boolQ(q, "stdin"), Stdout: boolQ(q, "output") || boolQ(q, "stdout"), Stderr: boolQ(q, "error") || boolQ(q, "stderr")})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	s.proxyStream(w, r, resp.Url)
+}
+
+func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	id, ok := s.runningContainer(w, r)
+	if !ok {
+		return
+	}
+	resp, err := s.opts.Runtime.Attach(r.Context(), &runtimeapi.AttachRequest{ContainerId: id, Tty: boolQ(q, "tty"),
+		Stdin: boolQ(q, "input") || boolQ(q, "stdin"), Stdout: boolQ(q, "output") || boolQ(q, "stdout"), Stderr: boolQ(q, "error") || boolQ(q, "stderr")})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	s.proxyStream(w, r, resp.Url)
+}
+
+func (s *Server) runningContainer(w http.ResponseWriter, r *http.Request) (string, bool) {
+	ns, pod, container := r.PathValue("ns"), r.PathValue("pod"), r.PathValue("container")
+	id, _, running, err := s.opts.Pods.Container(r.Context(), ns, pod, container, false)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return "", false
+	}
+	if !running {
+		http.Error(w, fmt.Sprintf("container %s is not running", container), http.StatusBadRequest)
+		return "", false
+	}
+	return id, true
+}
+
+func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
+	ns, pod := r.PathValue("ns"), r.PathValue("pod")
+	sbs, err := s.opts.Runtime.ListPodSandbox(r.Context(), &runtimeapi.PodSandboxFilter{
+		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+		LabelSelector: map[string]string{"io.kubernetes.pod.namespace": ns, "io.kubernetes.pod.name": pod},
+	})
+	if err != nil || len(sbs) == 0 {
+		http.Error(w, fmt.Sprintf("pod %s/%s has no running sandbox", ns, pod), http.StatusNotFound)
+		return
+	}
+	resp, err := s.opts.Runtime.PortForward(r.Context(), &runtimeapi.PortForwardRequest{PodSandboxId: sbs[0].Id})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	s.proxyStream(w, r, resp.Url)
+}
+
+// proxyStream hands the upgrade to the runtime's streaming server, as the kubelet does.
+func (s *Server) proxyStream(w http.ResponseWriter, r *http.Request, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h := proxy.NewUpgradeAwareHandler(u, nil, false, true, responder{s.opts.Log})
+	h.ServeHTTP(w, r)
+}
+
+type responder struct{ log *slog.Logger }
+
+func (r responder) Error(w http.ResponseWriter, _ *http.Request, err error) {
+	r.log.Debug("stream proxy", "err", err)
+	http.Error(w, err.Error(), http.StatusInternalServerError)
+}
+
+// servingCert loads or makes the self-signed serving certificate in dir.
+func servingCert(dir string, hosts []string) (tls.Certificate, error) {
+	certFile, keyFile := filepath.Join(dir, "agent.crt"), filepath.Join(dir, "agent.key")
+	if c, err := tls.LoadX509KeyPair(certFile, keyFile); err == nil {
+		return c, nil
+	}
+	var ips []net.IP
+	var names []string
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			ips = append(ips, ip)
+		} else if h != "" {
+			names = append(names, h)
+		}
+	}
+	first := "kube-agent"
+	if len(hosts) > 0 {
+		first = hosts[0]
+	}
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(first, ips, names)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("agent serving certificate: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return tls.Certificate{}, err
+	}
+	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
+		return tls.Certificate{}, err
+	}
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
+}
