@@ -1,0 +1,14 @@
+package apps
+
+import corev1 "k8s.io/api/core/v1"
+
+// live counts the pods not being deleted.
+func live(pods []corev1.Pod) int {
+	n := 0
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
