@@ -1,0 +1,70 @@
+package endpointslicemirroring
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	upstream "k8s.io/kubernetes/pkg/controller/endpointslicemirroring"
+)
+
+// Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
+// kube-<Name>).
+const Name = "endpointslicemirroring-controller"
+
+// Options configure the controller; zero values take kube-controller-manager's defaults.
+type Options struct {
+	// Workers is --mirroring-concurrent-service-endpoint-syncs (5).
+	Workers int
+	// MaxEndpointsPerSubset is --mirroring-max-endpoints-per-subset (1000).
+	MaxEndpointsPerSubset int32
+	// BatchPeriod is --mirroring-endpointslice-updates-batch-period (0).
+	BatchPeriod time.Duration
+	// Log receives the controller's logs; nil discards.
+	Log *slog.Logger
+}
+
+func (o *Options) complete() {
+	if o.Workers <= 0 {
+		o.Workers = 5
+	}
+	if o.MaxEndpointsPerSubset <= 0 {
+		o.MaxEndpointsPerSubset = 1000
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Controller mirrors custom Endpoints into EndpointSlices.
+type Controller struct {
+	client kubernetes.Interface
+	o      Options
+}
+
+// New builds the controller on a client configuration; nothing runs until Start.
+func New(cfg *rest.Config, o Options) (*Controller, error) {
+	o.complete()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{client: cs, o: o}, nil
+}
+
+// Start runs the controller until ctx ends; it can be called again (a new leadership term).
+func (c *Controller) Start(ctx context.Context) error {
+	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.o.Log.Handler()))
+	f := informers.NewSharedInformerFactory(c.client, 0)
+	ctrl := upstream.NewController(ctx, f.Core().V1().Endpoints(), f.Discovery().V1().EndpointSlices(),
+		f.Core().V1().Services(), c.o.MaxEndpointsPerSubset, c.client, c.o.BatchPeriod)
+	f.Start(ctx.Done())
+	defer f.Shutdown()
+	ctrl.Run(ctx, c.o.Workers)
+	return nil
+}

@@ -1,0 +1,51 @@
+package pvcprotection
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	upstream "k8s.io/kubernetes/pkg/controller/volume/pvcprotection"
+)
+
+// Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
+// kube-<Name>).
+const Name = "pvc-protection-controller"
+
+// Controller keeps claims in use from being deleted.
+type Controller struct {
+	client kubernetes.Interface
+	log    *slog.Logger
+}
+
+// New builds the controller on a client configuration; nothing runs until Start. A nil log
+// discards.
+func New(cfg *rest.Config, log *slog.Logger) (*Controller, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Controller{client: cs, log: log}, nil
+}
+
+// Start runs the controller until ctx ends; it can be called again (a new leadership term).
+func (c *Controller) Start(ctx context.Context) error {
+	logger := logr.FromSlogHandler(c.log.Handler())
+	ctx = klog.NewContext(ctx, logger)
+	f := informers.NewSharedInformerFactory(c.client, 0)
+	ctrl, err := upstream.NewPVCProtectionController(logger, f.Core().V1().PersistentVolumeClaims(), f.Core().V1().Pods(), c.client)
+	if err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	defer f.Shutdown()
+	ctrl.Run(ctx, 1) // kube-controller-manager's one worker
+	return nil
+}

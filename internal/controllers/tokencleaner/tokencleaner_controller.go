@@ -1,0 +1,51 @@
+package tokencleaner
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	upstream "k8s.io/kubernetes/pkg/controller/bootstrap"
+)
+
+// Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
+// kube-<Name>).
+const Name = "token-cleaner-controller"
+
+// Controller deletes expired bootstrap tokens.
+type Controller struct {
+	client kubernetes.Interface
+	log    *slog.Logger
+}
+
+// New builds the controller on a client configuration; nothing runs until Start. A nil log
+// discards.
+func New(cfg *rest.Config, log *slog.Logger) (*Controller, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Controller{client: cs, log: log}, nil
+}
+
+// Start runs the controller until ctx ends; it can be called again (a new leadership term).
+func (c *Controller) Start(ctx context.Context) error {
+	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.log.Handler()))
+	opts := upstream.DefaultTokenCleanerOptions()
+	f := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(opts.TokenSecretNamespace))
+	tc, err := upstream.NewTokenCleaner(c.client, f.Core().V1().Secrets(), opts)
+	if err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	defer f.Shutdown()
+	tc.Run(ctx)
+	return nil
+}
