@@ -40,7 +40,7 @@ func stages() []simnode.Stage {
 		MatchAnnotations: map[string]string{slowAnnotation: "true"},
 		MatchExpressions: []simnode.Expression{
 			{Key: ".metadata.deletionTimestamp", Operator: "DoesNotExist"},
-			{Key: ".status.containerStatuses.reason", Operator: "In", Values: []string{"ContainerCreating"}}}},
+			{Key: ".status.containerStatuses.reason", Operator: "In", Values: []string{"ContainerCreating", "PodInitializing"}}}},
 		Delay: metav1.Duration{Duration: 2 * time.Second}, Next: simnode.Next{Containers: simnode.Running}}
 	crash := simnode.Stage{Name: "crash", Selector: simnode.Selector{
 		MatchAnnotations: map[string]string{crashAnnotation: "true"},
