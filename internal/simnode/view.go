@@ -260,6 +260,9 @@ func (v *podView) apply(next *Next, now int64, alloc func() uint32) {
 		v.state, v.reason, v.message, v.startedAt = stateRunning, "", "", now
 		v.ready = next.Ready == nil || *next.Ready
 	case Terminated, CrashLoopBackOff:
+		if v.startTime == 0 {
+			v.startTime = now
+		}
 		code := next.ExitCode
 		if next.Containers == CrashLoopBackOff && code == 0 {
 			code = 1
