@@ -169,6 +169,11 @@ func clusterController(name string, new func(s *Server, o *ClusterControllerOpti
 			log.Info("disabled by --cluster-controllers")
 			return switchedOff{}, nil
 		}
+		// kube-controller-manager's --kube-api-content-type default: protobuf, which
+		// informers of 100,000 pods decode several times faster than JSON.
+		cfg = rest.CopyConfig(cfg)
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 		return new(s, o, cfg, log)
 	}}
 }
