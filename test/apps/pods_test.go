@@ -12,3 +12,7 @@ func live(pods []corev1.Pod) int {
 	}
 	return n
 }
+
+func corev1Taint(key, value string) corev1.Taint {
+	return corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffectNoSchedule}
+}
