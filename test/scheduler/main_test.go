@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -67,12 +69,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.Remove(cfgFile)
-	srv, err = servertest.StartWith(dir, logOut(), func(o *server.Options) { o.SchedulerConfigFile = cfgFile; o.DisableScheduler = os.Getenv("XOFF") != "" })
+	srv, err = servertest.StartWith(dir, logOut(), func(o *server.Options) { o.SchedulerConfigFile = cfgFile })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start kube server:", err)
 		return 1
 	}
 	defer srv.Stop()
+	defer stopHeartbeats()
 	return m.Run()
 }
 
@@ -124,32 +127,26 @@ func makeNode(n nodeSpec) *corev1.Node {
 	}
 }
 
-// createNodes creates the nodes (and their status) and deletes them when t ends.
-func createNodes(t testing.TB, cs kubernetes.Interface, specs ...nodeSpec) {
+// createNode creates a Node object and its status (capacity, allocatable, Ready).
+func createNode(t testing.TB, cs kubernetes.Interface, s nodeSpec) {
 	t.Helper()
 	ctx := ctxT(t)
-	for _, s := range specs {
-		n := makeNode(s)
-		created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	n := makeNode(s)
+	created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create node %s: %v", s.name, err)
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := cs.CoreV1().Nodes().Get(ctx, created.Name, metav1.GetOptions{})
 		if err != nil {
-			t.Fatalf("create node %s: %v", s.name, err)
-		}
-		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cur, err := cs.CoreV1().Nodes().Get(ctx, created.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			cur.Status = n.Status
-			_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 			return err
-		})
-		if err != nil {
-			t.Fatalf("node %s status: %v", s.name, err)
 		}
-		name := s.name
-		t.Cleanup(func() {
-			_ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
-		})
+		cur.Status = n.Status
+		_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("node %s status: %v", s.name, err)
 	}
 }
 
@@ -220,3 +217,51 @@ func logOut() io.Writer {
 	}
 	return nil
 }
+
+var (
+	heartbeatStop = make(chan struct{})
+	heartbeatDone sync.WaitGroup
+)
+
+// startHeartbeats renews a Lease in kube-node-lease for each node every 10 s, as a kubelet
+// does, so the node lifecycle controller keeps the nodes Ready (untainted) while the tests
+// run.
+func startHeartbeats(cs kubernetes.Interface, nodes []string) {
+	renew := func() {
+		now := metav1.NewMicroTime(time.Now())
+		for _, n := range nodes {
+			l, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), n, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: corev1.NamespaceNodeLease},
+					Spec: coordinationv1.LeaseSpec{HolderIdentity: &n, LeaseDurationSeconds: ptrInt32(40), RenewTime: &now}}
+				_, _ = cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(context.Background(), l, metav1.CreateOptions{})
+				continue
+			}
+			if err != nil {
+				continue
+			}
+			l.Spec.RenewTime = &now
+			_, _ = cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(context.Background(), l, metav1.UpdateOptions{})
+		}
+	}
+	renew()
+	heartbeatDone.Go(func() {
+		tick := time.NewTicker(10 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-heartbeatStop:
+				return
+			case <-tick.C:
+				renew()
+			}
+		}
+	})
+}
+
+func stopHeartbeats() {
+	close(heartbeatStop)
+	heartbeatDone.Wait()
+}
+
+func ptrInt32(v int32) *int32 { return &v }
