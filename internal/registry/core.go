@@ -37,6 +37,7 @@ func namespaceKind() *Kind {
 	k.ShortNames = []string{"ns"}
 	k.Verbs = verbsNoDeleteCollection
 	k.Status = true
+	k.StatusWritesMetadata = true // upstream's namespaceStatusStrategy resets only spec
 	k.Columns = []Column{{Name: "Status", Type: "string", Description: "The status of the namespace",
 		Cell: func(obj *unstructured.Unstructured) any { return str(obj, "status", "phase") }}}
 	k.Attrs = withFields(func(obj *unstructured.Unstructured, f fields.Set) {

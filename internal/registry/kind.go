@@ -28,8 +28,15 @@ type Kind struct {
 	// Verbs the resource supports; nil means every verb.
 	Verbs []string
 	// Status says the resource has a status subresource: writes to the main resource
-	// ignore status and writes to status ignore everything else.
+	// ignore status and writes to status ignore everything else (but metadata, see
+	// StatusWritesMetadata).
 	Status bool
+	// StatusWritesMetadata says a write of the status subresource also writes the request's
+	// metadata (labels, annotations, ...; server-owned fields stay), as kube-apiserver's
+	// status strategies that do not reset object meta (Namespace's) do. Kinds whose
+	// strategy is a ContextStrategy (upstream's REST strategies) always get the request's
+	// metadata: their status strategy decides what to keep.
+	StatusWritesMetadata bool
 	// Scale, when set, gives the resource a scale subresource.
 	Scale *Scale
 	// NewTyped returns an empty typed Go object for built-in kinds (nil for custom
@@ -63,6 +70,12 @@ type Kind struct {
 	// SchemaFunc computes the schema on first use when Schema is nil (built-in kinds: their
 	// schemas $ref the definitions in Definitions, which are costly to build at start).
 	SchemaFunc func() *spec.Schema
+	// SchemaV2Func, when set, is the schema the Swagger 2.0 document (/openapi/v2) publishes
+	// instead, as kube-apiserver publishes custom resources there: without what kubectl's v2
+	// reader cannot cope with. bare says to publish it as it is, without the apiVersion,
+	// kind and metadata properties every other definition gets (a schema that preserves
+	// unknown fields at its root is a plain object in v2).
+	SchemaV2Func func() (s *spec.Schema, bare bool)
 	// SchemaName is the definition name in OpenAPI v2, e.g. io.k8s.api.core.v1.ConfigMap.
 	SchemaName string
 

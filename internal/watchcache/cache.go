@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/btree"
+	"google.golang.org/grpc/metadata"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"kubeos.dev/kube/internal/storage"
@@ -177,29 +178,21 @@ func (c *Cache) run(ctx context.Context, tick <-chan time.Time) error {
 	if err != nil {
 		return fmt.Errorf("list %s: %w", c.prefix, err)
 	}
+	if c.catchUp > 0 {
+		if rev, err = c.replay(ctx, rev); err != nil {
+			return fmt.Errorf("replay %s: %w", c.prefix, err)
+		}
+	}
 	w, err := c.o.Store.Watch(ctx, c.prefix, storage.WatchOptions{Revision: rev, ProgressNotify: true})
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", c.prefix, err)
 	}
 	defer w.Stop()
 	healthy := false
-	// While a replay catches up, ask etcd for progress so an idle resource gets there.
-	var progress <-chan time.Time
-	if c.catchUp > 0 {
-		t := c.o.Clock.NewTicker(progressRetry)
-		defer t.Stop()
-		progress = t.C()
-		_ = c.o.Store.RequestProgress(ctx)
-	}
 	for {
-		if progress != nil && c.catchUp == 0 {
-			progress = nil
-		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-progress:
-			_ = c.o.Store.RequestProgress(ctx)
 		case <-tick:
 			c.sendBookmarks()
 		case ev, ok := <-w.ResultChan():
@@ -220,7 +213,6 @@ func (c *Cache) run(ctx context.Context, tick <-chan time.Time) error {
 				healthy = true
 				c.apply(ev)
 			}
-			c.caughtUp()
 		}
 	}
 }
@@ -343,7 +335,45 @@ func (c *Cache) planReplay(ctx context.Context, opts *storage.ListOptions) error
 // compactedSince returns etcd's compaction revision when it is past rev, else 0: a watch
 // from rev fails at once with it.
 func (c *Cache) compactedSince(ctx context.Context, rev int64) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.o.WaitTimeout)
+	// Its own gRPC stream, as replay's: the progress answer must not wait for other watchers.
+	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctx, "kube-watchcache-replay", c.prefix), c.o.WaitTimeout)
+	defer cancel()
+	w, err := c.o.Store.Watch(ctx, c.prefix, storage.WatchOptions{Revision: rev, ProgressNotify: true})
+	if err != nil {
+		return 0, err
+	}
+	defer w.Stop()
+	// A progress request that reaches etcd before the watch is registered goes unanswered:
+	// ask again until something arrives.
+	retry := c.o.Clock.NewTicker(replayProgressRetry)
+	defer retry.Stop()
+	for {
+		if err := c.o.Store.RequestProgress(ctx); err != nil {
+			return 0, err
+		}
+		select {
+		case ev, ok := <-w.ResultChan():
+			var serr *storage.Error
+			if ok && ev.Type == storage.ErrorEvent && errors.As(ev.Err, &serr) && errors.Is(serr.Kind, storage.ErrCompacted) {
+				return serr.Current, nil
+			}
+			return 0, nil
+		case <-retry.C():
+		case <-ctx.Done():
+			return 0, nil // no answer in time: nothing compacted that we could see
+		}
+	}
+}
+
+// replayProgressRetry is how often a replay asks its own stream for progress again.
+const replayProgressRetry = 20 * time.Millisecond
+
+// replay applies the resource's changes after rev, up to storage's revision now, through a
+// watch on a gRPC stream of its own: etcd answers a progress request only once every
+// watcher of the stream is synced, so on its own stream the progress notification says
+// exactly "the replay has caught up". It returns the revision reached and serves reads.
+func (c *Cache) replay(ctx context.Context, rev int64) (int64, error) {
+	ctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(ctx, "kube-watchcache-replay", c.prefix))
 	defer cancel()
 	w, err := c.o.Store.Watch(ctx, c.prefix, storage.WatchOptions{Revision: rev, ProgressNotify: true})
 	if err != nil {
@@ -353,25 +383,35 @@ func (c *Cache) compactedSince(ctx context.Context, rev int64) (int64, error) {
 	if err := c.o.Store.RequestProgress(ctx); err != nil {
 		return 0, err
 	}
-	select {
-	case ev, ok := <-w.ResultChan():
-		var serr *storage.Error
-		if ok && ev.Type == storage.ErrorEvent && errors.As(ev.Err, &serr) && errors.Is(serr.Kind, storage.ErrCompacted) {
-			return serr.Current, nil
+	retry := c.o.Clock.NewTicker(replayProgressRetry)
+	defer retry.Stop()
+	for rev < c.catchUp {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-retry.C():
+			if err := c.o.Store.RequestProgress(ctx); err != nil {
+				return 0, err
+			}
+		case ev, ok := <-w.ResultChan():
+			switch {
+			case !ok:
+				return 0, errors.New("replay watch closed")
+			case ev.Type == storage.ErrorEvent:
+				return 0, ev.Err
+			case ev.Type == storage.Bookmark:
+				c.mu.Lock()
+				c.setRevLocked(ev.Revision)
+				c.mu.Unlock()
+			default:
+				c.apply(ev)
+			}
+			rev = c.Revision()
 		}
-		return 0, nil
-	case <-ctx.Done():
-		return 0, nil // no answer in time: nothing compacted that we could see
 	}
-}
-
-// caughtUp serves reads once the replay of a cache with a StartRevision has reached the
-// revision storage was at when the cache started.
-func (c *Cache) caughtUp() {
-	if c.catchUp > 0 && c.Revision() >= c.catchUp {
-		c.catchUp = 0
-		c.readyOnce.Do(func() { close(c.ready) })
-	}
+	c.catchUp = 0
+	c.readyOnce.Do(func() { close(c.ready) })
+	return rev, nil
 }
 
 // keyOf rebuilds an object's key from its namespace and name. The store's List does not

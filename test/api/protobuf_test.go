@@ -178,7 +178,26 @@ func TestProtobufWatch(t *testing.T) {
 	})
 
 	// A watch from a version older than the watch cache's window and compacted away in etcd:
-	// a 410 Expired, as an ERROR event in the stream.
+	// a 410 Expired, as an ERROR event in the stream. The cache keeps the resource's history
+	// since the server started, up to --watch-cache-size (1000) events: push the version
+	// out of it first.
+	first, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "churn"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var churn sync.WaitGroup
+	for w := range 8 {
+		churn.Go(func() {
+			for i := range 130 {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("churn-%d-%d", w, i)}}
+				if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	churn.Wait()
 	store := srv.Inner().Store
 	rev, err := store.CurrentRevision(ctx)
 	if err != nil {
@@ -187,7 +206,7 @@ func TestProtobufWatch(t *testing.T) {
 	if err := store.Compact(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
-	old, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
+	old, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion})
 	if err != nil {
 		if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
 			t.Fatalf("watch from a compacted version: %v", err)

@@ -133,8 +133,21 @@ func gvkExtension(group, version, kind string) []any {
 // and metadata filled in when the schema leaves them out (custom resource schemas usually
 // say only "metadata: {type: object}"), and the GVK extension.
 func objectDefinition(k *registry.Kind) spec.Schema {
+	return objectDefinitionOf(k, k.OpenAPISchema())
+}
+
+// objectDefinitionV2 is the object's definition in /openapi/v2 (Kind.SchemaV2Func).
+func objectDefinitionV2(k *registry.Kind) spec.Schema {
+	s, bare := k.SchemaV2Func()
+	if bare && s != nil {
+		return withGVK(*s, k.Group, k.Version, k.Kind)
+	}
+	return objectDefinitionOf(k, s)
+}
+
+func objectDefinitionOf(k *registry.Kind, s *spec.Schema) spec.Schema {
 	var out spec.Schema
-	if s := k.OpenAPISchema(); s != nil {
+	if s != nil {
 		out = *s
 	} else {
 		out.Type = spec.StringOrArray{"object"}
@@ -214,6 +227,10 @@ func buildFragment(k *registry.Kind) *fragment {
 	for name, d := range f.defs {
 		f.v2defs[name] = *swagger2Schema(&d)
 		f.v3defs[name] = *openapiconv.ConvertSchema(&d)
+	}
+	if k.SchemaV2Func != nil {
+		d := objectDefinitionV2(k)
+		f.v2defs[objectName] = *swagger2Schema(&d)
 	}
 	if k.NewTyped != nil {
 		// Built-in types have a v3 form of their own (int-or-string as oneOf, described

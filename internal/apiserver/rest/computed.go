@@ -19,6 +19,10 @@ func (c *call) createComputed() {
 		c.fail(methodNotSupported(c.gr, c.info.Verb))
 		return
 	}
+	if err := acceptsObject(c.r.Header.Get("Accept")); err != nil {
+		c.fail(err)
+		return
+	}
 	o, err := c.parseWriteOptions()
 	if err != nil {
 		c.fail(err)
@@ -44,6 +48,10 @@ func (c *call) createComputed() {
 // createSubresource serves a create of a computed subresource (Kind.Subresources), whose
 // request and response objects are of the subresource's own kind.
 func (c *call) createSubresource(sr *registry.Subresource) {
+	if err := acceptsObject(c.r.Header.Get("Accept")); err != nil {
+		c.fail(err)
+		return
+	}
 	o, err := c.parseWriteOptions()
 	if err != nil {
 		c.fail(err)

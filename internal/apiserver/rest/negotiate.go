@@ -71,6 +71,28 @@ func negotiateFor(accept string, protobufOK bool) (output, error) {
 		"only the following media types are accepted: application/json, application/json;as=Table;g=meta.k8s.io;v=v1, application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", 0, false)
 }
 
+// acceptsObject checks that a client of a kind kube-apiserver serves without a Table
+// convertor (computed kinds such as SelfSubjectAccessReview, create-only subresources)
+// accepts the object itself: asking only for a Table or PartialObjectMetadata is 406
+// NotAcceptable, with kube-apiserver's message.
+func acceptsObject(accept string) error {
+	if accept == "" {
+		return nil
+	}
+	for _, a := range goautoneg.ParseAccept(accept) {
+		if a.Params["as"] != "" {
+			continue
+		}
+		switch {
+		case a.Type == "*" && a.SubType == "*",
+			a.Type == "application" && (a.SubType == "*" || a.SubType == "json" || a.SubType == "yaml" || a.SubType == "vnd.kubernetes.protobuf"):
+			return nil
+		}
+	}
+	return apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schemaGR0, "",
+		"only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf", 0, false)
+}
+
 // negotiate picks the response shape for this call's kind.
 func (c *call) negotiate() (output, error) {
 	return negotiateFor(c.r.Header.Get("Accept"), c.kind.NewTyped != nil)

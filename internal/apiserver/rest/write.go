@@ -423,6 +423,11 @@ func (c *call) prepareUpdate(obj, old *unstructured.Unstructured) *unstructured.
 	switch {
 	case c.info.Subresource == "status":
 		next := old.DeepCopy()
+		if c.statusWritesMetadata() {
+			if md, ok := obj.Object["metadata"]; ok {
+				next.Object["metadata"] = md // server-owned fields are restored below
+			}
+		}
 		if st, ok := obj.Object["status"]; ok {
 			next.Object["status"] = st
 		} else {
@@ -487,6 +492,16 @@ func (c *call) prepareUpdate(obj, old *unstructured.Unstructured) *unstructured.
 		c.kind.StrategyOrDefault().PrepareForUpdate(obj, old)
 	}
 	return obj
+}
+
+// statusWritesMetadata says a status write keeps the request's metadata
+// (registry.Kind.StatusWritesMetadata).
+func (c *call) statusWritesMetadata() bool {
+	if c.kind.StatusWritesMetadata {
+		return true
+	}
+	_, upstream := c.kind.StrategyOrDefault().(registry.ContextStrategy)
+	return upstream
 }
 
 // specChanged reports whether anything but metadata and status differs.
