@@ -265,7 +265,9 @@ func TestPreemption(t *testing.T) {
 	if _, err := cs.SchedulingV1().PriorityClasses().Create(ctxT(t), pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.SchedulingV1().PriorityClasses().Delete(context.Background(), "test-high", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.SchedulingV1().PriorityClasses().Delete(context.Background(), "test-high", metav1.DeleteOptions{})
+	})
 
 	low := withRequests(pausePod(ns, "low"), "1500m", "1Gi")
 	low.Spec.NodeSelector = map[string]string{"preempt": "yes"}
@@ -354,4 +356,3 @@ func TestProfiles(t *testing.T) {
 		t.Errorf("events about the pod for another scheduler: %v", evs.Items)
 	}
 }
-
