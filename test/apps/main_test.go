@@ -32,6 +32,10 @@ var srv *servertest.Server
 // scheduler places the pods.
 const simNodes = 4
 
+// StartDelayAnnotation on a pod delays its simulated containers' start (a Go duration),
+// so it becomes Ready that long after it was scheduled.
+const StartDelayAnnotation = "apps.test/start-delay"
+
 // ExitLabel on a pod of restartPolicy Never or OnFailure makes its simulated containers
 // exit with that code (1 or 42) once running, instead of 0 after the run time.
 const ExitLabel = "apps.test/exit"
@@ -63,11 +67,15 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// stages are the simulator's default pod lifecycle plus, before a job pod's normal
+// stages are the simulator's default pod lifecycle with the start delayed by
+// StartDelayAnnotation, plus, before a job pod's normal
 // completion, an exit with the code its ExitLabel names.
 func stages(jobRunTime time.Duration) []simnode.Stage {
 	var st []simnode.Stage
 	for _, s := range simnode.DefaultStages(jobRunTime) {
+		if s.Name == "pod-start" {
+			s.DelayAnnotation = StartDelayAnnotation
+		}
 		if s.Name == "pod-complete" {
 			for _, code := range []int32{1, 42} {
 				st = append(st, simnode.Stage{
