@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,6 +64,22 @@ func TestBootstrapTokens(t *testing.T) {
 		}
 		return nil
 	})
+	// a joining node may read it without credentials (kubeadm's Role for system:anonymous;
+	// Kube's authenticator refusing anonymous requests is outside these controllers)
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{{bootstrapapi.ConfigMapClusterInfo, true}, {"kube-root-ca.crt", false}} {
+		r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "system:anonymous", Groups: []string{"system:unauthenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: metav1.NamespacePublic, Verb: "get", Resource: "configmaps", Name: tc.name}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status.Allowed != tc.want {
+			t.Errorf("system:anonymous get configmaps/%s in kube-public: allowed %v, want %v", tc.name, r.Status.Allowed, tc.want)
+		}
+	}
 	cfg, err := clientcmd.Load([]byte(kubeconfig))
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -74,6 +75,9 @@ func (c *Controller) Start(ctx context.Context) error {
 	for {
 		err := c.publish(ctx, string(kc))
 		if err == nil {
+			err = c.publishAccess(ctx)
+		}
+		if err == nil {
 			break
 		}
 		c.o.Log.Warn("publishing kube-public/cluster-info", "err", err)
@@ -95,6 +99,34 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer secrets.Shutdown()
 	defer cms.Shutdown()
 	signer.Run(ctx)
+	return nil
+}
+
+// Names of kubeadm's Role and RoleBinding that let anyone read cluster-info.
+const (
+	clusterInfoRole = "kubeadm:bootstrap-signer-clusterinfo"
+	anonymousUser   = "system:anonymous"
+)
+
+// publishAccess lets anonymous clients get cluster-info (a joining node has no
+// credentials the server trusts yet): kubeadm's Role and RoleBinding in kube-public.
+func (c *Controller) publishAccess(ctx context.Context) error {
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterInfoRole, Namespace: metav1.NamespacePublic},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"configmaps"},
+			ResourceNames: []string{bootstrapapi.ConfigMapClusterInfo}}},
+	}
+	if _, err := c.client.RbacV1().Roles(metav1.NamespacePublic).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("role %s: %w", clusterInfoRole, err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterInfoRole, Namespace: metav1.NamespacePublic},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: clusterInfoRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: anonymousUser}},
+	}
+	if _, err := c.client.RbacV1().RoleBindings(metav1.NamespacePublic).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("rolebinding %s: %w", clusterInfoRole, err)
+	}
 	return nil
 }
 

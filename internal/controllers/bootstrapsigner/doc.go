@@ -1,7 +1,8 @@
 // Package bootstrapsigner publishes and signs the cluster-info ConfigMap in kube-public.
 //
 // On start it makes sure kube-public/cluster-info exists with a "kubeconfig" key naming the
-// server and its CA (what kubeadm writes), then runs upstream's bootstrap signer
+// server and its CA, readable by anyone (kubeadm's kubeadm:bootstrap-signer-clusterinfo Role
+// and RoleBinding to system:anonymous) — what kubeadm writes — then runs upstream's bootstrap signer
 // (k8s.io/kubernetes/pkg/controller/bootstrap, kube-controller-manager's
 // bootstrap-signer-controller): for every bootstrap token Secret in kube-system
 // (bootstrap.kubernetes.io/token, usage-bootstrap-signing) it adds a detached JWS of the
