@@ -184,12 +184,15 @@ func generateStatus(pod *corev1.Pod, o observation, now time.Time) corev1.PodSta
 		}
 		st.Conditions = append(st.Conditions, c)
 	}
-	// PodScheduled is the binding's; keep it first as upstream lists it.
+	// PodScheduled is the binding's; the kubelet adds it (True) to a pod bound by
+	// spec.nodeName at creation, which has none.
+	scheduled := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)}
 	for _, oc := range old.Conditions {
 		if oc.Type == corev1.PodScheduled {
-			st.Conditions = append(st.Conditions, oc)
+			scheduled = oc
 		}
 	}
+	st.Conditions = append(st.Conditions, scheduled)
 	terminal := st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed
 	cond(corev1.PodReadyToStartContainers, o.SandboxReady && !terminal, "", "")
 	var notReady []string

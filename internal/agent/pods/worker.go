@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,12 +61,7 @@ func (w *worker) run(ctx context.Context) {
 			w.gone(ctx)
 			return
 		}
-		var err error
-		if pod.DeletionTimestamp != nil {
-			err = w.terminate(ctx, pod)
-		} else {
-			err = w.sync(ctx, pod)
-		}
+		err := w.syncSafely(ctx, pod)
 		if err != nil && ctx.Err() == nil {
 			w.m.opts.Log.Warn("pod sync", "pod", w.key, "err", err)
 		}
@@ -76,6 +72,20 @@ func (w *worker) run(ctx context.Context) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// syncSafely is one sync; a panic in it is logged, not allowed to end the process (the
+// agent may share it with the API server).
+func (w *worker) syncSafely(ctx context.Context, pod *corev1.Pod) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic in pod sync: %v\n%s", r, debug.Stack())
+		}
+	}()
+	if pod.DeletionTimestamp != nil {
+		return w.terminate(ctx, pod)
+	}
+	return w.sync(ctx, pod)
 }
 
 // gone tears down what is left of a pod deleted from the API.
@@ -379,7 +389,7 @@ func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 	}
 	b := w.pull[c.Image]
 	now := time.Now()
-	if b.blocked(b.since, now) {
+	if b != nil && b.blocked(b.since, now) {
 		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
 		m.event(pod, "BackOff", msg)
 		return "", &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: msg}

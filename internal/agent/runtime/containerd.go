@@ -222,8 +222,11 @@ func Ping(ctx context.Context, endpoint string) error {
 func WaitReady(ctx context.Context, endpoint string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var err error
+	socket := strings.TrimPrefix(endpoint, "unix://")
 	for time.Now().Before(deadline) {
-		if err = Ping(ctx, endpoint); err == nil {
+		if _, serr := os.Stat(socket); serr != nil && strings.HasPrefix(endpoint, "unix://") {
+			err = serr
+		} else if err = Ping(ctx, endpoint); err == nil {
 			return nil
 		}
 		select {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -356,6 +357,12 @@ func (s *Server) proxyStream(w http.ResponseWriter, r *http.Request, raw string)
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	// An upgrade request has no body, but one forwarded by the API server arrives chunked
+	// (its body reader wrapped): the runtime's streaming server would read the chunked
+	// terminator as the first SPDY bytes. Drain it and forward none.
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+	r.Body, r.ContentLength, r.TransferEncoding = http.NoBody, 0, nil
+	r.Header.Del("Content-Length")
 	h := proxy.NewUpgradeAwareHandler(u, nil, false, true, responder{s.opts.Log})
 	h.ServeHTTP(w, r)
 }
