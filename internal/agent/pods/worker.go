@@ -314,6 +314,10 @@ func (w *worker) ensure(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 			if b.blocked(finished, now) {
 				o.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
 					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", b.delay, c.Name, pod.Name, pod.Namespace, pod.UID)}
+				if prev := w.waiting[c.Name]; prev == nil || prev.Reason != "CrashLoopBackOff" {
+					m.event(pod, "BackOff", "Back-off restarting failed container "+c.Name+" in pod "+pod.Name+"_"+pod.Namespace+"("+string(pod.UID)+")")
+				}
+				w.waiting[c.Name] = o.Waiting
 				return
 			}
 			if b != nil && b.since.After(finished) {
@@ -391,7 +395,9 @@ func (w *worker) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 	now := time.Now()
 	if b != nil && b.blocked(b.since, now) {
 		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
-		m.event(pod, "BackOff", msg)
+		if prev := w.waiting[c.Name]; prev == nil || prev.Reason != "ImagePullBackOff" {
+			m.event(pod, "BackOff", msg)
+		}
 		return "", &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: msg}
 	}
 	m.event(pod, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -121,11 +122,11 @@ func (s *Server) Serve(ctx context.Context) error {
 // subresource is the kubelet's mapping of a path to a nodes subresource. Pure.
 func subresource(path string) string {
 	switch {
-	case path == "/stats" || len(path) > 7 && path[:7] == "/stats/":
+	case path == "/stats" || strings.HasPrefix(path, "/stats/"):
 		return "stats"
-	case path == "/metrics" || len(path) > 9 && path[:9] == "/metrics/":
+	case path == "/metrics" || strings.HasPrefix(path, "/metrics/"):
 		return "metrics"
-	case path == "/logs" || len(path) > 6 && path[:6] == "/logs/":
+	case path == "/logs" || strings.HasPrefix(path, "/logs/"):
 		return "log"
 	case path == "/healthz":
 		return "healthz"
