@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -188,7 +189,7 @@ func (c *call) apply(patch []byte, o writeOptions, out output) {
 		return
 	}
 	applied.SetName(c.info.Name)
-	unknown, err := c.checkFields(o, patch, "")
+	unknown, err := c.checkAppliedFields(o, patch, applied)
 	if err != nil {
 		c.fail(err)
 		return
@@ -241,6 +242,39 @@ func (c *call) apply(patch []byte, o writeOptions, out output) {
 		return
 	}
 	c.writeObject(http.StatusOK, updated, out)
+}
+
+// checkAppliedFields is checkFields for an apply body. Under Strict, unknown fields are
+// refused as kube-apiserver's field manager refuses them (its typed conversion of the
+// applied configuration: ".spec.foo: field not declared in schema"), duplicates as its YAML
+// check does ("error strict decoding YAML: ...").
+func (c *call) checkAppliedFields(o writeOptions, patch []byte, applied *unstructured.Unstructured) (bool, error) {
+	errs, decodeErr := c.fieldErrors(patch)
+	if decodeErr != nil {
+		return false, apierrors.NewBadRequest(decodeErr.Error())
+	}
+	if o.fieldValidation != "Strict" || len(errs) == 0 {
+		return len(errs) > 0, c.applyFieldValidation(o, errs, "")
+	}
+	var undeclared, other []string
+	for _, e := range errs {
+		msg := e.Error()
+		if path, ok := strings.CutPrefix(msg, `unknown field "`); ok {
+			undeclared = append(undeclared, "."+strings.TrimSuffix(path, `"`)+": field not declared in schema")
+		} else {
+			other = append(other, msg)
+		}
+	}
+	if len(undeclared) > 0 {
+		detail := undeclared[0]
+		if len(undeclared) > 1 {
+			detail = "errors:\n  " + strings.Join(undeclared, "\n  ")
+		}
+		gvk := c.kind.GVK()
+		return false, apierrors.NewBadRequest(fmt.Sprintf("failed to create typed patch object (%s/%s; %s, Kind=%s): %s",
+			c.info.Namespace, applied.GetName(), gvk.GroupVersion(), gvk.Kind, detail))
+	}
+	return false, apierrors.NewBadRequest("error strict decoding YAML: " + strings.Join(other, ", "))
 }
 
 // applyError is the answer to a failed apply: the field manager's own answers (conflicts,
