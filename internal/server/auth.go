@@ -6,17 +6,22 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubernetes/plugin/pkg/auth/authenticator/token/bootstrap"
 
 	"kubeos.dev/kube/internal/admission"
 	"kubeos.dev/kube/internal/apiserver/filters"
+	"kubeos.dev/kube/internal/apiserver/request"
 	"kubeos.dev/kube/internal/nodeauth"
 	"kubeos.dev/kube/internal/rbac"
 	"kubeos.dev/kube/internal/registry"
@@ -33,6 +38,30 @@ type authState struct {
 	client     kubernetes.Interface
 	// node is the Node authorizer, asked before RBAC (authorizer).
 	node *nodeauth.Authorizer
+	// bootstrap authenticates bootstrap tokens (kube-system Secrets of type
+	// bootstrap.kubernetes.io/token) with upstream's authenticator, once startAuth has
+	// started its Secret informer.
+	bootstrap bootstrapTokens
+}
+
+// bootstrapTokens is upstream's bootstrap token authenticator behind Kube's token
+// interface; it knows no token until its lister is set.
+type bootstrapTokens struct {
+	auth atomic.Pointer[bootstrap.TokenAuthenticator]
+}
+
+// AuthenticateToken implements filters.TokenAuthenticator.
+func (b *bootstrapTokens) AuthenticateToken(ctx context.Context, token string) (*request.User, bool, error) {
+	a := b.auth.Load()
+	if a == nil {
+		return nil, false, nil
+	}
+	resp, ok, err := a.AuthenticateToken(ctx, token)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	u := resp.User
+	return &request.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}, true, nil
 }
 
 // newAuth prepares authentication and authorization and gives the computed kinds
@@ -104,7 +133,7 @@ func (sec *authState) authenticators(s *Server) []filters.Authenticator {
 	if sec.static != nil {
 		tokens = append(tokens, sec.static)
 	}
-	tokens = append(tokens, sec.tokens)
+	tokens = append(tokens, &sec.bootstrap, sec.tokens)
 	return []filters.Authenticator{filters.X509{Roots: s.pki.ClientCAPool(), Cache: &filters.VerifyCache{}}, filters.BearerToken{Tokens: tokens}}
 }
 
@@ -131,6 +160,10 @@ func (s *Server) startAuth(ctx context.Context, wg *sync.WaitGroup) error {
 	run("rbac-authorizer", func(ctx context.Context) error { return sec.authz.Start(ctx, sec.client) })
 	run("node-authorizer", func(ctx context.Context) error { return sec.node.Start(ctx, sec.client) })
 	run("serviceaccount-tokens", sec.tokens.Start)
+	// Bootstrap tokens (kube-apiserver's --enable-bootstrap-token-auth, on as kubeadm sets it).
+	secrets := informers.NewSharedInformerFactoryWithOptions(sec.client, 0, informers.WithNamespace(metav1.NamespaceSystem))
+	sec.bootstrap.auth.Store(bootstrap.NewTokenAuthenticator(secrets.Core().V1().Secrets().Lister().Secrets(metav1.NamespaceSystem)))
+	secrets.Start(ctx.Done())
 	agg := &rbac.AggregationController{Client: sec.client, Log: log.With("controller", "clusterrole-aggregation")}
 	run("clusterrole-aggregation", agg.Start)
 
