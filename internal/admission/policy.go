@@ -48,8 +48,14 @@ var _ Validator = (*Policies)(nil)
 
 type compiledPolicy struct {
 	rv          string
+	variables   []compiledVariable
 	validations []compiledValidation
 	err         error // a compile error fails every evaluation (by failurePolicy)
+}
+
+type compiledVariable struct {
+	name string
+	prg  cel.Program
 }
 
 type compiledValidation struct {
@@ -68,6 +74,7 @@ func NewPolicies(o PolicyOptions) (*Policies, error) {
 			cel.Variable("request", cel.DynType),
 			cel.Variable("params", cel.DynType),
 			cel.Variable("namespaceObject", cel.DynType),
+			cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)),
 		},
 	})
 	if err != nil {
@@ -84,6 +91,15 @@ func (p *Policies) compile(pol *admissionregistrationv1.ValidatingAdmissionPolic
 		return c
 	}
 	c := &compiledPolicy{rv: pol.ResourceVersion}
+	for i, v := range pol.Spec.Variables {
+		prg, err := p.program(v.Expression)
+		if err != nil {
+			c.err = fmt.Errorf("spec.variables[%d].expression: %w", i, err)
+			p.compiled[pol.Name] = c
+			return c
+		}
+		c.variables = append(c.variables, compiledVariable{name: v.Name, prg: prg})
+	}
 	for i, v := range pol.Spec.Validations {
 		cv := compiledValidation{v: v}
 		var err error
@@ -277,6 +293,9 @@ func (p *Policies) evaluate(ctx context.Context, pol *admissionregistrationv1.Va
 		}
 		act["params"] = params
 	}
+	if len(c.variables) > 0 {
+		act = withVariables(ctx, act, c.variables)
+	}
 	var fails []evalFailure
 	for i, v := range c.validations {
 		out, _, err := v.prg.ContextEval(ctx, act)
@@ -309,6 +328,24 @@ func (p *Policies) evaluate(ctx context.Context, pol *admissionregistrationv1.Va
 		fails = append(fails, f)
 	}
 	return fails, nil
+}
+
+// withVariables returns act with "variables": each of the policy's variables evaluated in
+// order, seeing the ones before it. A variable whose expression fails is left out, so that
+// only an expression that uses it fails (upstream evaluates them lazily).
+func withVariables(ctx context.Context, act map[string]any, vs []compiledVariable) map[string]any {
+	out := make(map[string]any, len(act)+1)
+	for k, v := range act {
+		out[k] = v
+	}
+	vals := make(map[string]any, len(vs))
+	out["variables"] = vals
+	for _, v := range vs {
+		if val, _, err := v.prg.ContextEval(ctx, out); err == nil {
+			vals[v.name] = val.Value()
+		}
+	}
+	return out
 }
 
 // params fetches the binding's parameter object.

@@ -140,3 +140,62 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// TestValidatingAdmissionPolicyVariables: spec.variables are evaluated in order, each
+// seeing the ones before it, and validations refer to them as variables.<name> (the
+// conformance test "should allow expressions to refer variables").
+func TestValidatingAdmissionPolicyVariables(t *testing.T) {
+	ctx := context.Background()
+	testNamespace(t, "vap-vars")
+	ar := cs.AdmissionregistrationV1()
+	_, err := ar.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "vars"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				}}}},
+			Variables: []admissionregistrationv1.Variable{
+				{Name: "keys", Expression: "has(object.data) ? size(object.data) : 0"},
+				{Name: "many", Expression: "variables.keys > 1"},
+				{Name: "broken", Expression: "object.nothing.here"},
+			},
+			Validations: []admissionregistrationv1.Validation{
+				{Expression: "!variables.many", MessageExpression: "'too many keys: ' + string(variables.keys)"},
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ar.ValidatingAdmissionPolicies().Delete(context.Background(), "vars", metav1.DeleteOptions{}) })
+	_, err = ar.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "vars"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: "vars", ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: nsSelector("vap-vars")},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ar.ValidatingAdmissionPolicyBindings().Delete(context.Background(), "vars", metav1.DeleteOptions{}) })
+	var denied error
+	eventually(t, "policy in force", func() error {
+		_, denied = cs.CoreV1().ConfigMaps("vap-vars").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "two"}, Data: map[string]string{"a": "1", "b": "2"}}, metav1.CreateOptions{})
+		if denied == nil {
+			_ = cs.CoreV1().ConfigMaps("vap-vars").Delete(ctx, "two", metav1.DeleteOptions{})
+			return errString("accepted")
+		}
+		return nil
+	})
+	if !strings.Contains(errText(denied), "too many keys: 2") {
+		t.Fatalf("deny: %v", denied)
+	}
+	// One key: the unused broken variable does not fail the policy.
+	if _, err := cs.CoreV1().ConfigMaps("vap-vars").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "one"}, Data: map[string]string{"a": "1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("one key refused: %v", err)
+	}
+}
