@@ -170,7 +170,9 @@ func TestValidatingAdmissionPolicyVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = ar.ValidatingAdmissionPolicies().Delete(context.Background(), "vars", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = ar.ValidatingAdmissionPolicies().Delete(context.Background(), "vars", metav1.DeleteOptions{})
+	})
 	_, err = ar.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "vars"},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
@@ -181,7 +183,9 @@ func TestValidatingAdmissionPolicyVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = ar.ValidatingAdmissionPolicyBindings().Delete(context.Background(), "vars", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = ar.ValidatingAdmissionPolicyBindings().Delete(context.Background(), "vars", metav1.DeleteOptions{})
+	})
 	var denied error
 	eventually(t, "policy in force", func() error {
 		_, denied = cs.CoreV1().ConfigMaps("vap-vars").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "two"}, Data: map[string]string{"a": "1", "b": "2"}}, metav1.CreateOptions{})
