@@ -28,10 +28,10 @@ type Simulator struct {
 	table  *table
 	read   kubernetes.Interface // the simulator's own identity: the pod and node watches
 	write  kubernetes.Interface // acts as the node each request's context names
-	limit  flowcontrol.RateLimiter
-	work   chan job
-	wake   chan struct{}
-	stats  Stats
+	// Two heap-driven loops: pods' transitions, and nodes' Lease renewals and status
+	// reports — so that a burst of pod work never delays a heartbeat.
+	podQ, nodeQ *queue
+	stats       Stats
 	nodeIP uint32
 
 	mu     sync.Mutex
@@ -39,9 +39,30 @@ type Simulator struct {
 	order  []*nodeState
 	pods   map[string]*podState // namespace/name
 	shapes shapes
-	heap   dueHeap
 	rnd    *rand.Rand
 	epoch  uint32
+}
+
+// queue is one heap of due tasks, drained by one loop into a bounded pool of workers
+// behind a token bucket. Its heap is guarded by Simulator.mu.
+type queue struct {
+	heap    dueHeap
+	wake    chan struct{}
+	work    chan job
+	limit   flowcontrol.RateLimiter
+	workers int
+}
+
+func newQueue(qps float64, workers int) *queue {
+	return &queue{wake: make(chan struct{}, 1), work: make(chan job, workers), workers: workers,
+		limit: flowcontrol.NewTokenBucketRateLimiter(float32(qps), int(qps))}
+}
+
+func (q *queue) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
 }
 
 // podState is a pod bound to a simulated node: its view and its one task.
@@ -112,8 +133,9 @@ func New(cfg *rest.Config, o Options, log *slog.Logger) (*Simulator, error) {
 		return nil, err
 	}
 	s := &Simulator{opts: o, log: log, table: t, read: read, write: write,
-		limit: flowcontrol.NewTokenBucketRateLimiter(float32(o.QPS), int(o.QPS)),
-		work:  make(chan job, o.Workers), wake: make(chan struct{}, 1),
+		podQ: newQueue(o.QPS, o.Workers),
+		// A renewal per node every interval (500/s for 5,000 nodes at 10 s), with room.
+		nodeQ: newQueue(max(100, 2*float64(o.Nodes)/o.LeaseRenewInterval.Seconds()), max(4, o.Workers/4)),
 		nodes: map[string]*nodeState{}, pods: map[string]*podState{}, shapes: shapes{},
 		rnd: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))}
 	nodeBase, _, _ := parseRange(o.NodeIPRange)
@@ -154,51 +176,53 @@ func (s *Simulator) Start(ctx context.Context) error {
 	s.mu.Lock()
 	now := time.Now().UnixNano()
 	for _, n := range s.order {
-		s.heap.schedule(&n.statusTask, now)
+		s.nodeQ.heap.schedule(&n.statusTask, now)
 	}
 	s.mu.Unlock()
 	var wg sync.WaitGroup
-	for range s.opts.Workers {
-		wg.Go(func() { s.worker(ctx) })
+	for _, q := range []*queue{s.podQ, s.nodeQ} {
+		for range q.workers {
+			wg.Go(func() { s.worker(ctx, q) })
+		}
 	}
 	wg.Go(func() { s.watchNodes(ctx) })
 	wg.Go(func() { s.watchPods(ctx) })
 	s.log.Info("simulated nodes starting", "nodes", len(s.order), "prefix", s.opts.Prefix)
-	s.dispatch(ctx)
+	wg.Go(func() { s.dispatch(ctx, s.nodeQ) })
+	s.dispatch(ctx, s.podQ)
 	wg.Wait()
 	return nil
 }
 
 func (s *Simulator) poke() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.podQ.poke()
+	s.nodeQ.poke()
 }
 
 // dispatch is the one loop over the heap: it hands due tasks, rate-limited, to the
 // workers.
-func (s *Simulator) dispatch(ctx context.Context) {
+func (s *Simulator) dispatch(ctx context.Context, q *queue) {
+	defer close(q.work)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
 		now := time.Now()
-		t := s.heap.popDue(now.UnixNano())
+		t := q.heap.popDue(now.UnixNano())
 		var j job
 		var ok bool
 		if t != nil {
 			j, ok = s.prepare(t, now)
 		}
-		next, any := s.heap.next()
+		next, any := q.heap.next()
 		s.mu.Unlock()
 		if t != nil {
 			if ok {
-				if err := s.limit.Wait(ctx); err != nil {
+				if err := q.limit.Wait(ctx); err != nil {
 					return
 				}
 				select {
-				case s.work <- j:
+				case q.work <- j:
 				case <-ctx.Done():
 					return
 				}
@@ -212,9 +236,8 @@ func (s *Simulator) dispatch(ctx context.Context) {
 		timer.Reset(max(wait, 0))
 		select {
 		case <-ctx.Done():
-			close(s.work)
 			return
-		case <-s.wake:
+		case <-q.wake:
 		case <-timer.C:
 		}
 		if !timer.Stop() {
@@ -251,7 +274,7 @@ func (s *Simulator) prepare(t *task, now time.Time) (job, bool) {
 		return job{}, false
 	}
 	if n.stopped { // a silent node's pods stand still; look again a renewal later
-		s.heap.schedule(&ps.task, now.Add(s.opts.LeaseRenewInterval).UnixNano())
+		s.podQ.heap.schedule(&ps.task, now.Add(s.opts.LeaseRenewInterval).UnixNano())
 		return job{}, false
 	}
 	target := ps.target
@@ -270,8 +293,8 @@ func (s *Simulator) prepare(t *task, now time.Time) (job, bool) {
 	return job{kind: taskPod, node: n, pod: ps, target: target}, true
 }
 
-func (s *Simulator) worker(ctx context.Context) {
-	for j := range s.work {
+func (s *Simulator) worker(ctx context.Context, q *queue) {
+	for j := range q.work {
 		if ctx.Err() != nil {
 			continue
 		}
@@ -348,7 +371,7 @@ func (s *Simulator) writePod(ctx context.Context, j job) {
 			ps.target = nil
 			s.evaluateLocked(ps, time.Now())
 		}
-		s.heap.schedule(&ps.task, time.Now().Add(retryDelay(ps.attempts)).UnixNano())
+		s.podQ.heap.schedule(&ps.task, time.Now().Add(retryDelay(ps.attempts)).UnixNano())
 		s.poke()
 	}
 }
@@ -403,7 +426,7 @@ func (s *Simulator) renewLease(ctx context.Context, j job) {
 		n.lease = got
 	}
 	if !n.stopped {
-		s.heap.schedule(&n.leaseTask, next.UnixNano())
+		s.nodeQ.heap.schedule(&n.leaseTask, next.UnixNano())
 		s.poke()
 	}
 }
@@ -437,7 +460,7 @@ func (s *Simulator) reportNode(ctx context.Context, n *nodeState) {
 		s.stats.Errors.Add(1)
 		s.log.Warn("node status failed", "node", n.name, "err", err)
 		if !n.stopped {
-			s.heap.schedule(&n.statusTask, time.Now().Add(2*time.Second).UnixNano())
+			s.nodeQ.heap.schedule(&n.statusTask, time.Now().Add(2*time.Second).UnixNano())
 			s.poke()
 		}
 		return
@@ -448,10 +471,10 @@ func (s *Simulator) reportNode(ctx context.Context, n *nodeState) {
 		n.registered = true
 		// Spread the reports over the period; renew the Lease at once.
 		period = time.Duration(float64(period) * (0.5 + 0.5*s.rnd.Float64()))
-		s.heap.schedule(&n.leaseTask, time.Now().UnixNano())
+		s.nodeQ.heap.schedule(&n.leaseTask, time.Now().UnixNano())
 	}
 	if !n.stopped {
-		s.heap.schedule(&n.statusTask, time.Now().Add(period).UnixNano())
+		s.nodeQ.heap.schedule(&n.statusTask, time.Now().Add(period).UnixNano())
 	}
 	s.poke()
 }

@@ -121,20 +121,26 @@ func (s *Simulator) watchNodes(ctx context.Context) {
 		}
 		stopped := node.Annotations[HeartbeatAnnotation] == "stopped"
 		if stopped == n.stopped {
+			if !stopped && n.registered && !nodeReady(node) {
+				// Someone else (the node lifecycle controller) wrote Ready False or
+				// Unknown: a live kubelet's next status update (10 s) says Ready again.
+				s.nodeQ.heap.schedule(&n.statusTask, time.Now().UnixNano())
+				s.poke()
+			}
 			return
 		}
 		n.stopped = stopped
 		if stopped {
 			s.log.Info("simulated node stops heartbeating", "node", n.name)
-			s.heap.cancel(&n.leaseTask)
-			s.heap.cancel(&n.statusTask)
+			s.nodeQ.heap.cancel(&n.leaseTask)
+			s.nodeQ.heap.cancel(&n.statusTask)
 			return
 		}
 		s.log.Info("simulated node heartbeats again", "node", n.name)
 		now := time.Now().UnixNano()
-		s.heap.schedule(&n.statusTask, now)
+		s.nodeQ.heap.schedule(&n.statusTask, now)
 		if n.registered {
-			s.heap.schedule(&n.leaseTask, now)
+			s.nodeQ.heap.schedule(&n.leaseTask, now)
 		}
 		s.poke()
 	}
@@ -152,7 +158,7 @@ func (s *Simulator) watchNodes(ctx context.Context) {
 			defer s.mu.Unlock()
 			if n := s.nodes[node.Name]; n != nil && n.registered && !n.stopped {
 				n.registered, n.lease = false, nil
-				s.heap.schedule(&n.statusTask, time.Now().UnixNano())
+				s.nodeQ.heap.schedule(&n.statusTask, time.Now().UnixNano())
 				s.poke()
 			}
 		},
@@ -220,7 +226,7 @@ func (s *Simulator) evaluateLocked(ps *podState, now time.Time) {
 	switch {
 	case changed:
 		ps.target, ps.stage, ps.since = &w, -1, 0
-		s.heap.schedule(&ps.task, now.UnixNano())
+		s.podQ.heap.schedule(&ps.task, now.UnixNano())
 	case stage >= 0:
 		if w.ip != ps.view.ip && w.ip != 0 { // an address planned but not written
 			n.pods.release(w.ip)
@@ -229,10 +235,10 @@ func (s *Simulator) evaluateLocked(ps *podState, now time.Time) {
 			ps.stage, ps.since = stage, since.UnixNano()
 		}
 		ps.target = nil
-		s.heap.schedule(&ps.task, due.UnixNano())
+		s.podQ.heap.schedule(&ps.task, due.UnixNano())
 	default:
 		ps.target, ps.stage, ps.since = nil, -1, 0
-		s.heap.cancel(&ps.task)
+		s.podQ.heap.cancel(&ps.task)
 	}
 }
 
@@ -242,7 +248,7 @@ func (s *Simulator) forgetLocked(key string, uid types.UID) {
 	if ps == nil || ps.view.uid != uid {
 		return
 	}
-	s.heap.cancel(&ps.task)
+	s.podQ.heap.cancel(&ps.task)
 	ps.removed = true
 	if n := s.nodes[ps.view.nodeName]; n != nil {
 		n.pods.release(ps.view.ip)
@@ -251,4 +257,13 @@ func (s *Simulator) forgetLocked(key string, uid types.UID) {
 		}
 	}
 	delete(s.pods, key)
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

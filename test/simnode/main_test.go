@@ -67,6 +67,8 @@ func TestMain(m *testing.M) {
 		logs = os.Stderr
 	}
 	srv, err = servertest.StartWith(dir, logs, func(o *server.Options) {
+		// The node lifecycle controller marks a node Unknown 10 s after its last heartbeat.
+		o.NodeMonitorGracePeriod = 10 * time.Second
 		o.SimNodes = simnode.Options{Nodes: nodes, LeaseDuration: 4 * time.Second, LeaseRenewInterval: time.Second, Stages: stages()}
 	})
 	if err != nil {

@@ -153,8 +153,37 @@ func TestNodeStopsHeartbeating(t *testing.T) {
 	if !rt.Equal(base) {
 		t.Fatalf("stopped node's lease renewed at %s after %s", rt, base)
 	}
+	// The node lifecycle controller sees no heartbeat: the node goes NotReady (Unknown).
+	servertest.Eventually(t, 90*time.Second, 250*time.Millisecond, func() error {
+		if c := readyCondition(t, cs, nodeName(silent)); c.Status == corev1.ConditionTrue {
+			return fmt.Errorf("silent node still Ready: %+v", c)
+		}
+		return nil
+	})
+	t.Logf("silent node: %+v", readyCondition(t, cs, nodeName(silent)))
 	if _, err := cs.CoreV1().Nodes().Patch(ctxT(t), nodeName(silent), types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, simnode.HeartbeatAnnotation)), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitRenewed(t, cs, nodeName(silent), base)
+	// Heartbeating again, it reports Ready again, as a kubelet's next status update does.
+	servertest.Eventually(t, 60*time.Second, 250*time.Millisecond, func() error {
+		if c := readyCondition(t, cs, nodeName(silent)); c.Status != corev1.ConditionTrue {
+			return fmt.Errorf("node not Ready again: %+v", c)
+		}
+		return nil
+	})
+}
+
+func readyCondition(t *testing.T, cs kubernetes.Interface, node string) corev1.NodeCondition {
+	t.Helper()
+	n, err := cs.CoreV1().Nodes().Get(ctxT(t), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c
+		}
+	}
+	return corev1.NodeCondition{}
 }

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# bench/simnode/run.sh — simulated nodes at scale: `kube sim` (its own process) and kwok
+# v0.8.0 side by side, each against a fresh `kube server` of the same build and flags.
+#
+# For each simulator: register NODES nodes and wait until they are Ready; stop the
+# simulator; create PODS pods bound to them round robin (spec.nodeName); start the
+# simulator again and time until all pods are Running (transitions/s: the simulator lists,
+# then patches every pod); then hold HOLD with every node heartbeating and every pod
+# Running, sampling the simulator's CPU and RSS from /proc.
+#
+# Usage: bench/simnode/run.sh [kube|kwok|both]   Env: NODES (5000) PODS (100000) HOLD (10m)
+#        OUT (/tmp/simbench) KWOK (/tmp/kwok-state/kwok, built by
+#        `GOBIN=/tmp/kwok-state go install sigs.k8s.io/kwok/cmd/kwok@v0.8.0` outside go.mod)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+WHICH=${1:-both}
+NODES=${NODES:-5000}; PODS=${PODS:-100000}; HOLD=${HOLD:-10m}
+OUT=${OUT:-/tmp/simbench}; KWOK=${KWOK:-/tmp/kwok-state/kwok}
+PORT=${PORT:-17443}
+mkdir -p "$OUT"
+mkdir -p "$OUT/bin"; go build -o "$OUT/bin/kube" ./cmd/kube
+go build -o "$OUT/bin/simload" ./bench/simnode/simload
+SRV=""; SIM=""
+cleanup() { [[ -n $SIM ]] && kill "$SIM" 2>/dev/null || true; [[ -n $SRV ]] && kill "$SRV" 2>/dev/null || true; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+server() { # $1: name
+  rm -rf "$OUT/$1"; mkdir -p "$OUT/$1"
+  "$OUT/bin/kube" server --data-dir "$OUT/$1/data" --secure-port $PORT --log-level error >"$OUT/$1/server.log" 2>&1 &
+  SRV=$!
+  K=$OUT/$1/data/kubeconfig
+  for _ in $(seq 1 120); do [[ -f $K ]] && kubectl --kubeconfig "$K" get --raw /readyz >/dev/null 2>&1 && return; sleep 1; done
+  echo "server did not start; $OUT/$1/server.log" >&2; exit 1
+}
+stop_server() { kill "$SRV"; wait "$SRV" 2>/dev/null || true; SRV=""; }
+
+ready_nodes() { # $1 selector: wait until NODES nodes are Ready
+  local t0=$SECONDS
+  while :; do
+    r=$(kubectl --kubeconfig "$K" get nodes -l "$1" --no-headers 2>/dev/null | awk '$2=="Ready"' | wc -l)
+    [[ $r -ge $NODES ]] && { echo "  $NODES nodes Ready after $((SECONDS-t0)) s"; return; }
+    [[ $((SECONDS-t0)) -gt 900 ]] && { echo "  only $r nodes Ready" >&2; exit 1; }
+    sleep 5
+  done
+}
+
+start_kube_sim() {
+  "$OUT/bin/kube" sim --kubeconfig "$K" --nodes "$NODES" --stats-interval 30s --log-level warn >>"$OUT/kube/sim.log" 2>&1 &
+  SIM=$!
+}
+start_kwok() {
+  M=$(go env GOMODCACHE)/sigs.k8s.io/kwok@v0.8.0/kustomize/stage
+  { cat <<Y
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: 64
+  nodePlayStageParallelism: 64
+  nodeLeaseParallelism: 64
+  podsOnNodeSyncParallelism: 64
+Y
+    for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+             pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do echo '---'; cat "$M/$f"; done
+  } >"$OUT/kwok/kwok.yaml"
+  "$KWOK" --kubeconfig "$K" --manage-nodes-with-label-selector type=kwok --node-lease-duration-seconds 40 --cidr 10.128.0.0/9 \
+    --config "$OUT/kwok/kwok.yaml" >>"$OUT/kwok/kwok.log" 2>&1 &
+  SIM=$!
+}
+stop_sim() { kill "$SIM"; wait "$SIM" 2>/dev/null || true; SIM=""; }
+
+run() { # $1: kube|kwok
+  echo "== $1: $NODES nodes, $PODS pods"
+  server "$1"
+  if [[ $1 == kube ]]; then
+    start_kube_sim; ready_nodes type=kube-sim
+  else
+    start_kwok
+    # kwok manages Nodes someone else creates (as run-kwok.sh): the same labels and capacity.
+    for i in $(seq 1 "$NODES"); do cat <<Y; done | kubectl --kubeconfig "$K" apply -f - >/dev/null
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: sim-$i
+  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
+  labels: {kubernetes.io/hostname: sim-$i, topology.kubernetes.io/zone: zone-$(( (i-1) % 3 )), type: kwok}
+status:
+  allocatable: {cpu: "32", memory: 256Gi, pods: "110"}
+  capacity: {cpu: "32", memory: 256Gi, pods: "110"}
+Y
+    ready_nodes type=kwok
+  fi
+  stop_sim
+  "$OUT/bin/simload" create -kubeconfig "$K" -n "$PODS" -nodes "$NODES" -prefix sim- -ns simbench | sed 's/^/  /'
+  "$OUT/bin/simload" wait -kubeconfig "$K" -n "$PODS" -ns simbench >"$OUT/$1/wait.log" 2>&1 &
+  W=$!
+  sleep 2
+  if [[ $1 == kube ]]; then start_kube_sim; else start_kwok; fi
+  "$OUT/bin/simload" sample -pid "$SIM" -duration 24h -interval 10s >"$OUT/$1/sample-transitions.log" 2>&1 &
+  S=$!
+  wait $W || true; kill $S 2>/dev/null || true
+  tail -1 "$OUT/$1/wait.log" | sed 's/^/  /'
+  echo "  during the transitions: $(tail -1 "$OUT/$1/sample-transitions.log")"
+  echo "  hold $HOLD:"
+  "$OUT/bin/simload" sample -pid "$SIM" -duration "$HOLD" -interval 10s >"$OUT/$1/sample-hold.log" 2>&1
+  echo "  $(tail -1 "$OUT/$1/sample-hold.log")"
+  running=$(kubectl --kubeconfig "$K" get pods -n simbench --field-selector status.phase=Running --no-headers 2>/dev/null | wc -l)
+  ready=$(kubectl --kubeconfig "$K" get nodes --no-headers | awk '$2=="Ready"' | wc -l)
+  leases=$(kubectl --kubeconfig "$K" get leases -n kube-node-lease -o jsonpath='{range .items[*]}{.spec.renewTime}{"\n"}{end}' |
+    awk -v now="$(date -u +%s)" '{ cmd="date -u -d " $1 " +%s"; cmd | getline t; close(cmd); if (now - t < 40) fresh++ } END { print fresh+0 }')
+  echo "  after the hold: $running pods Running, $ready nodes Ready, $leases Leases renewed in the last 40 s"
+  stop_sim; stop_server
+}
+[[ $WHICH == kube || $WHICH == both ]] && run kube
+[[ $WHICH == kwok || $WHICH == both ]] && run kwok

@@ -1,0 +1,234 @@
+// Command simload drives bench/simnode/run.sh: it creates pods bound to simulated nodes,
+// waits until they are Running (counting transitions per second from a watch), and
+// samples a process's CPU and RSS.
+//
+//	simload create -kubeconfig K -n 100000 -nodes 5000 -prefix sim- -ns simbench
+//	simload wait   -kubeconfig K -n 100000 -ns simbench
+//	simload sample -pid P -duration 10m -interval 10s
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: simload create|wait|sample [flags]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig")
+	n := fs.Int("n", 100000, "pods")
+	nodes := fs.Int("nodes", 5000, "nodes the pods are spread over")
+	prefix := fs.String("prefix", "sim-", "node name prefix")
+	ns := fs.String("ns", "simbench", "namespace")
+	conc := fs.Int("concurrency", 32, "creates in flight")
+	pid := fs.Int("pid", 0, "process to sample")
+	dur := fs.Duration("duration", time.Minute, "sampling time")
+	every := fs.Duration("interval", 10*time.Second, "sampling interval")
+	fs.Parse(os.Args[2:])
+	var err error
+	switch os.Args[1] {
+	case "create":
+		err = create(clients(*kubeconfig), *n, *nodes, *prefix, *ns, *conc)
+	case "wait":
+		err = wait(clients(*kubeconfig), *n, *ns)
+	case "sample":
+		err = sample(*pid, *dur, *every)
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "simload:", err)
+		os.Exit(1)
+	}
+}
+
+func clients(kubeconfig string) *kubernetes.Clientset {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		panic(err)
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+func create(cs *kubernetes.Clientset, n, nodes int, prefix, ns string, conc int) error {
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	for i := 0; ; i++ {
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			break
+		} else if i > 300 {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	start := time.Now()
+	var next atomic.Int64
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + strconv.Itoa(i), Labels: map[string]string{"app": "simbench"}},
+					Spec: corev1.PodSpec{NodeName: prefix + strconv.Itoa(i%nodes+1), TerminationGracePeriodSeconds: new(int64),
+						Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+				for attempt := 0; ; attempt++ {
+					_, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+					if err == nil || apierrors.IsAlreadyExists(err) {
+						break
+					}
+					if attempt == 5 {
+						failed.Add(1)
+						fmt.Fprintln(os.Stderr, "create", p.Name, err)
+						break
+					}
+					time.Sleep(time.Second)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	fmt.Printf("created %d pods in %.1fs (%.0f/s), %d failed\n", n, el.Seconds(), float64(n)/el.Seconds(), failed.Load())
+	return nil
+}
+
+// wait lists and watches the namespace's pods and reports when n are Running: the time
+// from its start and the Running transitions per second it saw.
+func wait(cs *kubernetes.Clientset, n int, ns string) error {
+	ctx := context.Background()
+	start := time.Now()
+	running := map[string]bool{}
+	rv := ""
+	cont := ""
+	for {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 5000, Continue: cont})
+		if err != nil {
+			return err
+		}
+		for _, p := range l.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running[p.Name] = true
+			}
+		}
+		rv, cont = l.ResourceVersion, l.Continue
+		if cont == "" {
+			break
+		}
+	}
+	atList := len(running)
+	fmt.Printf("%s listed: %d Running\n", time.Now().UTC().Format(time.RFC3339), atList)
+	first, last := time.Time{}, time.Time{}
+	report := time.Now()
+	for len(running) < n {
+		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+		if err != nil {
+			return err
+		}
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			rv = p.ResourceVersion
+			if ev.Type == watch.Bookmark {
+				continue
+			}
+			if p.Status.Phase == corev1.PodRunning && !running[p.Name] && ev.Type != watch.Deleted {
+				running[p.Name] = true
+				now := time.Now()
+				if first.IsZero() {
+					first = now
+				}
+				last = now
+			}
+			if time.Since(report) > 10*time.Second {
+				report = time.Now()
+				fmt.Printf("%s %d Running\n", report.UTC().Format(time.RFC3339), len(running))
+			}
+			if len(running) >= n {
+				w.Stop()
+				break
+			}
+		}
+	}
+	seen := len(running) - atList
+	if seen > 0 && last.After(first) {
+		fmt.Printf("all %d Running %.1fs after start; %d transitions to Running watched from %s to %s: %.0f/s (%.0f/s from start)\n",
+			n, time.Since(start).Seconds(), seen, first.UTC().Format(time.RFC3339), last.UTC().Format(time.RFC3339),
+			float64(seen)/last.Sub(first).Seconds(), float64(seen)/last.Sub(start).Seconds())
+	} else {
+		fmt.Printf("all %d Running (%d already at the list)\n", n, atList)
+	}
+	return nil
+}
+
+// sample reads /proc/<pid> every interval: CPU cores used per interval, RSS.
+func sample(pid int, dur, every time.Duration) error {
+	tick := float64(100) // USER_HZ
+	read := func() (cpu float64, rss int64, err error) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0, 0, err
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		u, _ := strconv.ParseFloat(f[11], 64)
+		s, _ := strconv.ParseFloat(f[12], 64)
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, line := range strings.Split(string(st), "\n") {
+			if strings.HasPrefix(line, "VmRSS:") {
+				kb, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+				rss = kb * 1024
+			}
+		}
+		return (u + s) / tick, rss, nil
+	}
+	c0, _, err := read()
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	prev, prevT := c0, t0
+	var maxRSS int64
+	var maxCores float64
+	for time.Since(t0) < dur {
+		time.Sleep(every)
+		c, rss, err := read()
+		if err != nil {
+			return err
+		}
+		cores := (c - prev) / time.Since(prevT).Seconds()
+		prev, prevT = c, time.Now()
+		maxRSS, maxCores = max(maxRSS, rss), max(maxCores, cores)
+		fmt.Printf("%s cores=%.3f rss=%.0fMB\n", time.Now().UTC().Format(time.RFC3339), cores, float64(rss)/1e6)
+	}
+	fmt.Printf("over %s: average %.3f cores (max interval %.3f), max RSS %.0f MB\n", time.Since(t0).Round(time.Second),
+		(prev-c0)/time.Since(t0).Seconds(), maxCores, float64(maxRSS)/1e6)
+	return nil
+}
