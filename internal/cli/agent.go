@@ -6,9 +6,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"kubeos.dev/kube/internal/agent"
 	"kubeos.dev/kube/internal/agent/images"
@@ -18,7 +25,7 @@ import (
 // agentCommands are the top-level commands of the agent area: `kube agent` and
 // `kube images`.
 func agentCommands(out, errOut io.Writer) []*cobra.Command {
-	return []*cobra.Command{newAgentCommand(out, errOut), newImagesCommand(out)}
+	return []*cobra.Command{newAgentCommand(out, errOut), newImagesCommand(out), newTokenCommand(out)}
 }
 
 func defaultAgentDataDir() string {
@@ -38,7 +45,7 @@ func defaultDataDirOrTmp() string {
 
 func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 	var o agent.Options
-	var kubeconfig, logLevel string
+	var kubeconfig, logLevel, serverURL, token, caFile string
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run a node agent: register a Node and run the pods bound to it through CRI (containerd)",
@@ -49,8 +56,27 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 				return err
 			}
 			o.Log = log
-			if kubeconfig == "" {
-				return fmt.Errorf("--kubeconfig is required")
+			if abs, err := filepath.Abs(o.DataDir); err == nil {
+				o.DataDir = abs
+			}
+			switch {
+			case kubeconfig != "" && token != "":
+				return fmt.Errorf("--kubeconfig and --token exclude each other")
+			case token != "":
+				if o.NodeName == "" {
+					h, _ := os.Hostname()
+					o.NodeName = strings.ToLower(h)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				kc, err := agent.Bootstrap(ctx, agent.BootstrapOptions{DataDir: o.DataDir, Server: serverURL, Token: token, CAFile: caFile, NodeName: o.NodeName})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "Node identity system:node:%s bootstrapped: %s\n", o.NodeName, kc)
+				kubeconfig = kc
+			case kubeconfig == "":
+				return fmt.Errorf("--kubeconfig, or --server and --token, are required")
 			}
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
@@ -58,9 +84,6 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 			}
 			cfg.QPS, cfg.Burst = 50, 100
 			o.Config = cfg
-			if abs, err := filepath.Abs(o.DataDir); err == nil {
-				o.DataDir = abs
-			}
 			a, err := agent.New(o)
 			if err != nil {
 				return err
@@ -73,6 +96,9 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the node's identity (system:node:<name> in system:nodes)")
+	f.StringVar(&serverURL, "server", "", "API server URL, to bootstrap the node's identity with --token")
+	f.StringVar(&token, "token", "", "bootstrap token (kube token create): the agent requests its node client certificate with it")
+	f.StringVar(&caFile, "certificate-authority", "", "CA file of the API server's certificate (with --token)")
 	f.StringVar(&o.DataDir, "data-dir", defaultAgentDataDir(), "directory for the agent's containerd, pod volumes, logs and certificates")
 	f.StringVar(&o.NodeName, "node-name", "", "the Node's name (default: the hostname)")
 	f.IntVar(&o.Port, "port", 10250, "HTTPS port of the agent's API (logs, exec, attach, port-forward; 0: any free port)")
@@ -118,4 +144,76 @@ func newImagesCommand(out io.Writer) *cobra.Command {
 	imp.Flags().StringVar(&socket, "address", "", "containerd socket (default: the agent's own)")
 	cmd.AddCommand(imp)
 	return cmd
+}
+
+func newTokenCommand(out io.Writer) *cobra.Command {
+	cmd := &cobra.Command{Use: "token", Short: "Manage bootstrap tokens (node agents join with them)"}
+	var kubeconfig, description string
+	var ttl time.Duration
+	var groups []string
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create a bootstrap token (a bootstrap.kubernetes.io/token Secret in kube-system) and print it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rules := clientcmd.NewDefaultClientConfigLoadingRules()
+			rules.ExplicitPath = kubeconfig
+			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+			if err != nil {
+				return err
+			}
+			cs, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			for _, g := range groups {
+				if err := bootstraputil.ValidateBootstrapGroupName(g); err != nil {
+					return err
+				}
+			}
+			tok, err := bootstraputil.GenerateBootstrapToken()
+			if err != nil {
+				return err
+			}
+			s := BootstrapTokenSecret(tok, description, groups, ttl, time.Now())
+			if _, err := cs.CoreV1().Secrets(metav1.NamespaceSystem).Create(cmd.Context(), s, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("token secret: %w", err)
+			}
+			fmt.Fprintln(out, tok)
+			return nil
+		},
+	}
+	f := create.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "admin kubeconfig (default $KUBECONFIG)")
+	f.DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token is valid (0: forever)")
+	f.StringVar(&description, "description", "", "what the token is for")
+	f.StringSliceVar(&groups, "groups", []string{"system:bootstrappers:kube:default-node-token"}, "extra groups the token authenticates as (system:bootstrappers:...)")
+	cmd.AddCommand(create)
+	return cmd
+}
+
+// BootstrapTokenSecret is the Secret of bootstrap token tok ("id.secret"), upstream's
+// format: usable for authentication and signing, expiring ttl after now (never when 0).
+func BootstrapTokenSecret(tok, description string, groups []string, ttl time.Duration, now time.Time) *corev1.Secret {
+	id, secret, _ := strings.Cut(tok, ".")
+	data := map[string][]byte{
+		bootstrapapi.BootstrapTokenIDKey:               []byte(id),
+		bootstrapapi.BootstrapTokenSecretKey:           []byte(secret),
+		bootstrapapi.BootstrapTokenUsageAuthentication: []byte("true"),
+		bootstrapapi.BootstrapTokenUsageSigningKey:     []byte("true"),
+	}
+	if description != "" {
+		data[bootstrapapi.BootstrapTokenDescriptionKey] = []byte(description)
+	}
+	if len(groups) > 0 {
+		data[bootstrapapi.BootstrapTokenExtraGroupsKey] = []byte(strings.Join(groups, ","))
+	}
+	if ttl > 0 {
+		data[bootstrapapi.BootstrapTokenExpirationKey] = []byte(now.Add(ttl).UTC().Format(time.RFC3339))
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: bootstraputil.BootstrapTokenSecretName(id), Namespace: metav1.NamespaceSystem},
+		Type:       bootstrapapi.SecretTypeBootstrapToken,
+		Data:       data,
+	}
 }
