@@ -140,23 +140,45 @@ type server struct {
 // off: the Node objects here have no heartbeat.
 const quietControllers = "*,-node-lifecycle-controller,-node-ipam-controller,-taint-eviction-controller"
 
+// startServer starts a server and waits for /readyz; a server that dies while starting
+// (a loaded machine can make its bootstrap time out) is started again, up to 3 times.
 func startServer(dir string, port int, schedulerOn bool, extra ...string) (*server, error) {
+	var err error
+	for attempt := range 3 {
+		var s *server
+		if s, err = startServerOnce(dir, port, schedulerOn, attempt, extra...); err == nil {
+			return s, nil
+		}
+		fmt.Fprintln(os.Stderr, "retrying:", err)
+	}
+	return nil, err
+}
+
+func startServerOnce(dir string, port int, schedulerOn bool, attempt int, extra ...string) (*server, error) {
 	args := append([]string{"server", "--data-dir", filepath.Join(dir, "data"), "--secure-port", strconv.Itoa(port),
 		"--cluster-controllers=" + quietControllers, "--scheduler=" + strconv.FormatBool(schedulerOn)}, extra...)
-	p, err := start(dir, fmt.Sprintf("kube-%d-%v", port, schedulerOn), *kubeBin, args...)
+	p, err := start(dir, fmt.Sprintf("kube-%d-%v-%d-%d", port, schedulerOn, time.Now().Unix(), attempt), *kubeBin, args...)
 	if err != nil {
 		return nil, err
 	}
 	s := &server{dir: dir, port: port, proc: p}
-	deadline := time.Now().Add(120 * time.Second)
+	exited := make(chan struct{})
+	go func() { _, _ = p.cmd.Process.Wait(); close(exited) }()
+	deadline := time.Now().Add(300 * time.Second)
 	for {
 		if cs, err := s.client(); err == nil {
-			if _, err := cs.Discovery().ServerVersion(); err == nil {
+			if _, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background()); err == nil {
 				if _, err := cs.CoreV1().ServiceAccounts("default").Get(context.Background(), "default", metav1.GetOptions{}); err == nil {
 					s.cs = cs
 					return s, nil
 				}
 			}
+		}
+		select {
+		case <-exited:
+			p.log.Close()
+			return nil, fmt.Errorf("kube server on %d exited while starting (see %s)", port, p.log.Name())
+		default:
 		}
 		if time.Now().After(deadline) {
 			p.stop()

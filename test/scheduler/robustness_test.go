@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -102,5 +103,20 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// TestInvalidAffinityRefused: a pod whose affinity cannot be evaluated never reaches the
+// scheduler: validation refuses it.
+func TestInvalidAffinityRefused(t *testing.T) {
+	cs := cluster(t)
+	ns := "invalid"
+	createNamespace(t, cs, ns)
+	p := pausePod(ns, "bad")
+	p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+		{TopologyKey: "", LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Bogus"}}}}}}}
+	_, err := cs.CoreV1().Pods(ns).Create(ctxT(t), p, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("create: %v, want 422 Invalid", err)
 	}
 }
