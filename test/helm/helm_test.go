@@ -67,9 +67,18 @@ func TestHelmLifecycle(t *testing.T) {
 		t.Errorf("Service web: %v, clusterIP %q", err, svc.Spec.ClusterIP)
 	}
 	for _, get := range []func() error{
-		func() error { _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "web-config", metav1.GetOptions{}); return err },
-		func() error { _, err := cs.CoreV1().Secrets(ns).Get(ctx, "web-secret", metav1.GetOptions{}); return err },
-		func() error { _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "web", metav1.GetOptions{}); return err },
+		func() error {
+			_, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "web-config", metav1.GetOptions{})
+			return err
+		},
+		func() error {
+			_, err := cs.CoreV1().Secrets(ns).Get(ctx, "web-secret", metav1.GetOptions{})
+			return err
+		},
+		func() error {
+			_, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "web", metav1.GetOptions{})
+			return err
+		},
 	} {
 		if err := get(); err != nil {
 			t.Error(err)
