@@ -86,6 +86,10 @@ func TestHTTPDPod(t *testing.T) {
 			if err != nil || out != "hi\n" || !strings.Contains(errOut, "err") {
 				t.Errorf("exec: %q %s %v", out, errOut, err)
 			}
+			out, errOut, err = servertest.RunKubectl(k.bin, k.home, srv.Kubeconfig, "from-stdin\n", "exec", "-i", "-n", ns, "web", "--", "cat")
+			if err != nil || out != "from-stdin\n" {
+				t.Errorf("exec -i cat: %q %q %v", out, errOut, err)
+			}
 			out, _, err = k.run("exec", "-n", ns, "web", "--", "sh", "-c", "exit 3")
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
 				t.Errorf("exec exit 3: %q %v", out, err)
