@@ -289,7 +289,6 @@ func TestNodeTreeOrder(t *testing.T) {
 type noNominations struct{}
 
 func (noNominations) AddNominatedPod(_ klogLogger, _ fwk.PodInfo, _ *fwk.NominatingInfo) {}
-func (noNominations) DeleteNominatedPodIfExists(*v1.Pod)                             {}
-func (noNominations) UpdateNominatedPod(klogLogger, *v1.Pod, fwk.PodInfo)            {}
-func (noNominations) NominatedPodsForNode(string) []fwk.PodInfo                      { return nil }
-
+func (noNominations) DeleteNominatedPodIfExists(*v1.Pod)                                 {}
+func (noNominations) UpdateNominatedPod(klogLogger, *v1.Pod, fwk.PodInfo)                {}
+func (noNominations) NominatedPodsForNode(string) []fwk.PodInfo                          { return nil }
