@@ -34,7 +34,8 @@ type electedController struct {
 	new  func(s *Server, cfg *rest.Config, log *slog.Logger) (starter, error)
 }
 
-// starter is the one lifecycle of every controller: Start blocks until ctx ends.
+// starter is the one lifecycle of every controller: Start blocks until ctx ends. A nil
+// starter from electedController.new means the controller is switched off on this server.
 type starter interface {
 	Start(ctx context.Context) error
 }
@@ -83,6 +84,9 @@ func (s *Server) startElectedControllers(ctx context.Context, wg *sync.WaitGroup
 		ctrl, err := c.new(s, cfg, log)
 		if err != nil {
 			return err
+		}
+		if ctrl == nil {
+			continue // switched off: it takes no Lease, so an external one can take it
 		}
 		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{})

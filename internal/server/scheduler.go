@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"log/slog"
 
 	"k8s.io/client-go/rest"
@@ -41,19 +40,9 @@ func (o *SchedulerOptions) validate() error {
 var schedulerControllers = []electedController{
 	{name: "scheduler", new: func(s *Server, cfg *rest.Config, log *slog.Logger) (starter, error) {
 		if s.opts.DisableScheduler {
-			return schedulerOff{}, nil
+			// No Lease either: an external kube-scheduler takes kube-system/kube-scheduler.
+			return nil, nil
 		}
 		return scheduler.New(cfg, scheduler.Options{Config: s.opts.schedulerConfig, Registerer: s.metrics, Log: log})
 	}},
-}
-
-// schedulerOff is the controller of a server whose scheduler is off: it holds its Lease and does
-// nothing (an external kube-scheduler takes its own Lease, kube-system/kube-scheduler too,
-// so the two never run at once: start kube-scheduler only against servers run with
-// --scheduler=false).
-type schedulerOff struct{}
-
-func (schedulerOff) Start(ctx context.Context) error {
-	<-ctx.Done()
-	return nil
 }
