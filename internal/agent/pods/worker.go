@@ -159,7 +159,7 @@ func (w *worker) sync(ctx context.Context, pod *corev1.Pod) error {
 				m.event(pod, "FailedMount", err.Error())
 			}
 			if w.volumes == nil {
-				w.observeContainers(ctx, pod, &obs, nil, nil)
+				w.observeContainers(pod, &obs)
 				return errors.Join(err, w.writeStatus(ctx, pod, obs))
 			}
 		} else {
@@ -174,7 +174,7 @@ func (w *worker) sync(ctx context.Context, pod *corev1.Pod) error {
 				_ = m.opts.Runtime.StopPodSandbox(ctx, sb.Id)
 			}
 		}
-		if err := w.writeStatus(ctx, pod, w.pendingObservation(ctx, pod, obs)); err != nil {
+		if err := w.writeStatus(ctx, pod, w.pendingObservation(pod, obs)); err != nil {
 			return err
 		}
 		if err := os.MkdirAll(m.podLogDir(pod), 0o755); err != nil {
@@ -249,12 +249,13 @@ func (w *worker) sync(ctx context.Context, pod *corev1.Pod) error {
 }
 
 // pendingObservation is the status before a sandbox exists.
-func (w *worker) pendingObservation(ctx context.Context, pod *corev1.Pod, obs observation) observation {
-	w.observeContainers(ctx, pod, &obs, nil, nil)
+func (w *worker) pendingObservation(pod *corev1.Pod, obs observation) observation {
+	w.observeContainers(pod, &obs)
 	return obs
 }
 
-func (w *worker) observeContainers(ctx context.Context, pod *corev1.Pod, obs *observation, _ map[string][]*runtimeapi.ContainerStatus, _ any) {
+// observeContainers fills obs with every container waiting (no sandbox yet).
+func (w *worker) observeContainers(pod *corev1.Pod, obs *observation) {
 	for i := range pod.Spec.InitContainers {
 		obs.Init = append(obs.Init, containerObs{Spec: &pod.Spec.InitContainers[i], Waiting: w.waiting[pod.Spec.InitContainers[i].Name]})
 	}
