@@ -60,10 +60,10 @@ func TestNamespaceDeletion(t *testing.T) {
 	eventually(t, 30*time.Second, "namespace Terminating with the blocking conditions", func() (bool, string) {
 		out := k(t, "get", "namespace", ns, "-o", `jsonpath={.status.phase}{range .status.conditions[*]}|{.type}={.status}:{.message}{end}`)
 		return strings.HasPrefix(out, "Terminating") &&
-			strings.Contains(out, "NamespaceFinalizersRemaining=True:Some content in the namespace has finalizers remaining: example.com/hold has 1 resource instances"), out
+			strings.Contains(out, "NamespaceFinalizersRemaining=True:Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"), out
 	})
 	cond := k(t, "get", "namespace", ns, "-o", `jsonpath={range .status.conditions[*]}{.type}={.status}:{.message}{"\n"}{end}`)
-	if !strings.Contains(cond, "NamespaceContentRemaining=True:Some resources are remaining: widgets.gc.example.com has 1 instances") {
+	if !strings.Contains(cond, "NamespaceContentRemaining=True:Some resources are remaining: widgets.gc.example.com has 1 resource instances") {
 		t.Fatalf("conditions: %s\nwant NamespaceContentRemaining naming widgets.gc.example.com", cond)
 	}
 	// Everything but the held widget is gone.
