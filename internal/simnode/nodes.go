@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // KubeletVersion is what simulated nodes report as their kubelet's version.
@@ -21,6 +22,7 @@ type nodeState struct {
 	pods       podRange
 	ownRange   bool // pods is the simulator's own range, not spec.podCIDR
 	lease      *coordinationv1.Lease
+	uid        types.UID // the Node's, once registered
 	registered bool
 	stopped    bool // HeartbeatAnnotation is "stopped"
 	leaseTask  task
@@ -110,15 +112,15 @@ func heartbeatPatch(now metav1.Time) []byte {
 }
 
 // leaseObject is a node's Lease in kube-node-lease, owned by its Node as the kubelet's.
-func (o *Options) leaseObject(node *corev1.Node, now metav1.MicroTime) *coordinationv1.Lease {
+func (o *Options) leaseObject(node string, uid types.UID, now metav1.MicroTime) *coordinationv1.Lease {
 	d := int32(o.LeaseDuration.Seconds())
-	holder := node.Name
+	holder := node
 	l := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: node.Name, Namespace: corev1.NamespaceNodeLease},
+		ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: corev1.NamespaceNodeLease},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &d, RenewTime: &now},
 	}
-	if node.UID != "" {
-		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
+	if uid != "" {
+		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node, UID: uid}}
 	}
 	return l
 }

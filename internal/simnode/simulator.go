@@ -23,16 +23,16 @@ import (
 
 // Simulator runs Options.Nodes simulated nodes against one API server.
 type Simulator struct {
-	opts   Options
-	log    *slog.Logger
-	table  *table
-	read   kubernetes.Interface // the simulator's own identity: the pod and node watches
-	write  kubernetes.Interface // acts as the node each request's context names
+	opts  Options
+	log   *slog.Logger
+	table *table
+	read  kubernetes.Interface // the simulator's own identity: the pod and node watches
+	write kubernetes.Interface // acts as the node each request's context names
 	// Two heap-driven loops: pods' transitions, and nodes' Lease renewals and status
 	// reports — so that a burst of pod work never delays a heartbeat.
 	podQ, nodeQ *queue
 	stats       Stats
-	nodeIP uint32
+	nodeIP      uint32
 
 	mu     sync.Mutex
 	nodes  map[string]*nodeState
@@ -97,6 +97,7 @@ type job struct {
 	pod    *podState
 	target *podView // pod: the view to write (status patch) or delete (deleteNow)
 	lease  *coordinationv1.Lease
+	uid    types.UID // the node's, for its Lease's owner reference
 }
 
 // New makes a simulator whose watches use cfg and whose writes impersonate each node
@@ -258,7 +259,7 @@ func (s *Simulator) prepare(t *task, now time.Time) (job, bool) {
 		if n.stopped || !n.registered {
 			return job{}, false
 		}
-		return job{kind: taskLease, node: n, lease: n.lease}, true
+		return job{kind: taskLease, node: n, lease: n.lease, uid: n.uid}, true
 	case taskNodeStatus:
 		if t.node.stopped {
 			return job{}, false
@@ -394,18 +395,15 @@ func (s *Simulator) renewLease(ctx context.Context, j job) {
 	var got *coordinationv1.Lease
 	var err error
 	if j.lease == nil {
-		got, err = leases.Get(ctx, n.name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			node, gerr := s.write.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
-			if gerr != nil {
-				err = gerr
-			} else {
-				got, err = leases.Create(ctx, s.opts.leaseObject(node, now), metav1.CreateOptions{})
+		// First the create a kubelet makes (owned by the Node registered just before);
+		// a Lease already there is taken over.
+		got, err = leases.Create(ctx, s.opts.leaseObject(n.name, j.uid, now), metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			if got, err = leases.Get(ctx, n.name, metav1.GetOptions{}); err == nil {
+				l := got.DeepCopy()
+				s.renewed(l, now)
+				got, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 			}
-		} else if err == nil {
-			l := got.DeepCopy()
-			s.renewed(l, now)
-			got, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 		}
 	} else {
 		l := j.lease.DeepCopy()
@@ -415,12 +413,13 @@ func (s *Simulator) renewLease(ctx context.Context, j job) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := time.Now().Add(s.opts.LeaseRenewInterval)
-	if err != nil {
+	switch {
+	case err != nil:
 		s.stats.Errors.Add(1)
 		s.log.Debug("lease renewal failed", "node", n.name, "err", err)
 		n.lease = nil
 		next = time.Now().Add(time.Second)
-	} else {
+	default:
 		s.stats.LeaseRenewals.Add(1)
 		got.ManagedFields = nil
 		n.lease = got
@@ -484,15 +483,23 @@ func (s *Simulator) reportNode(ctx context.Context, n *nodeState) {
 // create need not keep the status it carries).
 func (s *Simulator) register(ctx context.Context, n *nodeState, now metav1.Time) error {
 	node := s.opts.nodeObject(n, now)
-	if _, err := s.write.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	created, err := s.write.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("register node %s: %w", n.name, err)
 	}
 	body, err := json.Marshal(map[string]any{"status": node.Status})
 	if err != nil {
 		return err
 	}
-	if _, err := s.write.CoreV1().Nodes().PatchStatus(ctx, n.name, body); err != nil {
+	patched, err := s.write.CoreV1().Nodes().PatchStatus(ctx, n.name, body)
+	if err != nil {
 		return fmt.Errorf("node %s status: %w", n.name, err)
 	}
+	if created == nil || created.UID == "" {
+		created = patched
+	}
+	s.mu.Lock()
+	n.uid = created.UID
+	s.mu.Unlock()
 	return nil
 }
