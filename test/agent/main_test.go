@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,10 +105,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "start kube server:", err)
 		return 1
 	}
-	// Whatever a test left, the sandboxes go before containerd stops with the server.
+	// Whatever a test left goes once the server (and its agent) stopped.
 	defer func() {
-		removeSandboxes(agentDir)
 		srv.Stop()
+		removeSandboxes(agentDir)
 		unmountUnder(dir)
 	}()
 	code = m.Run()
@@ -138,12 +139,29 @@ func writeBusybox(path string) error {
 	return images.WriteOCIFile(path, busyboxImage, "amd64", images.Config{Env: []string{"PATH=/bin"}, Cmd: []string{"sh"}}, files)
 }
 
-// removeSandboxes stops and removes every sandbox of the agent's containerd in dataDir.
+// removeSandboxes stops and removes every sandbox (and so every container) of the agent
+// whose data directory is dataDir, through its containerd — the running one, or one
+// started here from the agent's configuration when it is not running (the agent stopped
+// it). Called once no agent runs there, so nothing makes new sandboxes meanwhile.
 func removeSandboxes(dataDir string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	sock := agentruntime.Layout{Dir: filepath.Join(dataDir, "containerd")}.Endpoint()
-	cri, err := agentruntime.Connect(ctx, sock)
+	layout := agentruntime.Layout{Dir: filepath.Join(dataDir, "containerd")}
+	if agentruntime.Ping(ctx, layout.Endpoint()) != nil {
+		if _, err := os.Stat(layout.ConfigFile()); err != nil {
+			return
+		}
+		cmd := exec.Command("containerd", "--config", layout.ConfigFile())
+		cmd.Env = append(os.Environ(), "HTTP_PROXY=http://127.0.0.1:9", "HTTPS_PROXY=http://127.0.0.1:9")
+		if err := cmd.Start(); err != nil {
+			return
+		}
+		defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+		if agentruntime.WaitReady(ctx, layout.Endpoint(), 30*time.Second) != nil {
+			return
+		}
+	}
+	cri, err := agentruntime.Connect(ctx, layout.Endpoint())
 	if err != nil {
 		return
 	}

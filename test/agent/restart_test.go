@@ -71,11 +71,12 @@ func startAgentProcess(t *testing.T, node string) *agentProcess {
 		"--bridge", br, "--containerd-proxy", "http://127.0.0.1:9", "--image-dir", imageDir,
 		"--resolv-conf", filepath.Join(dir, "resolv.conf")}}
 	t.Cleanup(func() {
-		removeSandboxes(filepath.Join(data, "d"))
+		// The agent goes first (SIGKILL: its containerd stays up), so that nothing makes
+		// sandboxes while they are removed.
 		if a.cmd != nil && a.cmd.Process != nil {
-			_ = a.cmd.Process.Signal(syscall.SIGTERM)
-			_ = a.cmd.Wait()
+			a.kill9()
 		}
+		removeSandboxes(filepath.Join(data, "d"))
 		if b, err := os.ReadFile(agentruntime.Layout{Dir: filepath.Join(data, "d", "containerd")}.PidFile()); err == nil {
 			if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -106,6 +107,7 @@ func (a *agentProcess) start() {
 func (a *agentProcess) kill9() {
 	_ = a.cmd.Process.Kill()
 	_ = a.cmd.Wait()
+	a.cmd = nil
 }
 
 func nodeReady(n *corev1.Node) bool {
