@@ -466,16 +466,24 @@ func (s *Simulator) reportNode(ctx context.Context, n *nodeState) {
 	}
 	s.stats.NodeStatusReports.Add(1)
 	period := s.opts.StatusReport
-	if !n.registered {
+	first := !n.registered
+	if first {
 		n.registered = true
-		// Spread the reports over the period; renew the Lease at once.
+		// Spread the reports over the period.
 		period = time.Duration(float64(period) * (0.5 + 0.5*s.rnd.Float64()))
-		s.nodeQ.heap.schedule(&n.leaseTask, time.Now().UnixNano())
 	}
 	if !n.stopped {
 		s.nodeQ.heap.schedule(&n.statusTask, time.Now().Add(period).UnixNano())
 	}
 	s.poke()
+	if first {
+		// The Lease right after registering, as a kubelet, not behind the other nodes'
+		// registrations in the heap; renewLease schedules the next renewal.
+		j := job{kind: taskLease, node: n, lease: n.lease, uid: n.uid}
+		s.mu.Unlock()
+		s.renewLease(ctx, j)
+		s.mu.Lock()
+	}
 }
 
 // register creates the node's Node (as the node: NodeRestriction lets it create only
