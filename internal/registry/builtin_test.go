@@ -218,11 +218,15 @@ func TestAttrs(t *testing.T) {
 			"reason":"R","reportingComponent":"rc","type":"Normal"}`,
 			map[string]string{"metadata.name": "e", "metadata.namespace": "ns", "involvedObject.kind": "Pod", "involvedObject.namespace": "ns",
 				"involvedObject.name": "p", "involvedObject.uid": "u", "involvedObject.apiVersion": "v1", "involvedObject.resourceVersion": "7",
-				"involvedObject.fieldPath": "f", "reason": "R", "reportingComponent": "rc", "source": "rc", "type": "Normal"}},
+				"involvedObject.fieldPath": "f", "reason": "R", "reportingComponent": "rc", "source": "rc", "type": "Normal",
+				"regarding.kind": "Pod", "regarding.namespace": "ns", "regarding.name": "p", "regarding.uid": "u", "regarding.apiVersion": "v1",
+				"regarding.resourceVersion": "7", "regarding.fieldPath": "f", "reportingController": "rc", "deprecatedSource": "rc"}},
 		{"", "events", `{"metadata":{"name":"e","namespace":"ns"},"source":{"component":"kubelet"},"involvedObject":5}`,
 			map[string]string{"metadata.name": "e", "metadata.namespace": "ns", "involvedObject.kind": "", "involvedObject.namespace": "",
 				"involvedObject.name": "", "involvedObject.uid": "", "involvedObject.apiVersion": "", "involvedObject.resourceVersion": "",
-				"involvedObject.fieldPath": "", "reason": "", "reportingComponent": "", "source": "kubelet", "type": ""}},
+				"involvedObject.fieldPath": "", "reason": "", "reportingComponent": "", "source": "kubelet", "type": "",
+				"regarding.kind": "", "regarding.namespace": "", "regarding.name": "", "regarding.uid": "", "regarding.apiVersion": "",
+				"regarding.resourceVersion": "", "regarding.fieldPath": "", "reportingController": "", "deprecatedSource": "kubelet"}},
 	}
 	for _, tt := range tests {
 		k := builtin(t, tt.group, tt.resource)
@@ -234,10 +238,15 @@ func TestAttrs(t *testing.T) {
 			t.Errorf("labels %v", l)
 		}
 	}
+	// events.k8s.io Events are stored as core Events and share their watch cache: the same
+	// attributes, read from the stored (core) form, under both APIs' names.
 	ev := builtin(t, "events.k8s.io", "events")
-	_, f := ev.AttrFunc()(obj(t, `{"metadata":{"name":"e"},"regarding":{"name":"p"},"reportingController":"c"}`))
+	_, f := ev.AttrFunc()(obj(t, `{"metadata":{"name":"e"},"involvedObject":{"name":"p"},"reportingComponent":"c"}`))
 	if f["regarding.name"] != "p" || f["involvedObject.name"] != "p" || f["reportingController"] != "c" {
 		t.Errorf("events.k8s.io fields %v", f)
+	}
+	if ev.Prefix() != builtin(t, "", "events").Prefix() {
+		t.Errorf("events.k8s.io prefix %s, want the core events'", ev.Prefix())
 	}
 }
 

@@ -451,19 +451,7 @@ func coreEventKind() *Kind {
 	k.Namespaced = true
 	k.FullColumns = true
 	k.Columns = eventColumns(coreEventView)
-	k.Attrs = withFields(func(obj *unstructured.Unstructured, f fields.Set) {
-		f["involvedObject.kind"] = str(obj, "involvedObject", "kind")
-		f["involvedObject.namespace"] = str(obj, "involvedObject", "namespace")
-		f["involvedObject.name"] = str(obj, "involvedObject", "name")
-		f["involvedObject.uid"] = str(obj, "involvedObject", "uid")
-		f["involvedObject.apiVersion"] = str(obj, "involvedObject", "apiVersion")
-		f["involvedObject.resourceVersion"] = str(obj, "involvedObject", "resourceVersion")
-		f["involvedObject.fieldPath"] = str(obj, "involvedObject", "fieldPath")
-		f["reason"] = str(obj, "reason")
-		f["reportingComponent"] = str(obj, "reportingComponent")
-		f["source"] = firstNonEmpty(str(obj, "source", "component"), str(obj, "reportingComponent"))
-		f["type"] = str(obj, "type")
-	})
+	k.Attrs = eventAttrs // shared with events.k8s.io Events (events_storage.go)
 	k.Strategy = &typedStrategy[*corev1.Event]{
 		namespaced: true,
 		name:       nameDNSSubdomain,

@@ -7,33 +7,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// eventsV1EventKind is events.k8s.io/v1 Event. kube-apiserver stores both Event versions
-// in one place and converts between them; here the two are separate resources, each
-// validated as kube-apiserver validates writes through its API.
+// eventsV1EventKind is events.k8s.io/v1 Event, stored with core/v1 Events as in
+// kube-apiserver (events_storage.go), validated as kube-apiserver validates writes through
+// its API.
 func eventsV1EventKind() *Kind {
 	k := kindBase("events.k8s.io", "v1", "events", "event", func() *eventsv1.Event { return &eventsv1.Event{} }, func() *eventsv1.EventList { return &eventsv1.EventList{} })
 	k.ShortNames = []string{"ev"}
 	k.Namespaced = true
 	k.FullColumns = true
 	k.Columns = eventColumns(eventsV1View)
-	k.Attrs = withFields(func(obj *unstructured.Unstructured, f fields.Set) {
-		for _, name := range []string{"kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"} {
-			v := str(obj, "regarding", name)
-			f["regarding."+name] = v
-			f["involvedObject."+name] = v // the core/v1 names, which kube-apiserver also accepts
-		}
-		f["reason"] = str(obj, "reason")
-		f["reportingController"] = str(obj, "reportingController")
-		f["reportingComponent"] = str(obj, "reportingController")
-		f["type"] = str(obj, "type")
-		src := firstNonEmpty(str(obj, "deprecatedSource", "component"), str(obj, "reportingController"))
-		f["deprecatedSource"] = src
-		f["source"] = src
-	})
+	// Stored with core Events (events_storage.go).
+	k.StorageGroup = CoreGroup
+	k.FromStorage, k.ToStorage = eventsV1FromStorage, eventsV1ToStorage
+	k.Attrs = eventAttrs
 	k.Strategy = &typedStrategy[*eventsv1.Event]{
 		namespaced: true,
 		name:       nameDNSSubdomain,

@@ -83,6 +83,10 @@ type Kind struct {
 	// version of a resource shares its storage keys, so objects read from storage may be in
 	// another version than the one a request names.
 	StorageVersion string
+	// StorageGroup, when set, is the group whose storage the resource shares (its keys are
+	// under that group's prefix): events.k8s.io Events are stored with core Events, as
+	// kube-apiserver stores them. FromStorage and ToStorage convert. "" means Group.
+	StorageGroup string
 	// FromStorage, when set, turns objects as stored into objects of this Kind's version:
 	// conversion (CRD webhook or apiVersion rewrite), defaulting on read, pruning. The
 	// objects it is given may be shared (watch cache) and must not be changed: it returns
@@ -308,11 +312,29 @@ func (k *Kind) GVR() schema.GroupVersionResource {
 func (k *Kind) APIVersion() string { return k.GroupVersion().String() }
 
 // Prefix is the storage key prefix of the resource.
-func (k *Kind) Prefix() string { return storage.ResourcePrefix(k.Group, k.Resource) }
+func (k *Kind) Prefix() string { return storage.ResourcePrefix(k.storageGroup(), k.Resource) }
+
+func (k *Kind) storageGroup() string {
+	if k.StorageGroup != "" {
+		if k.StorageGroup == CoreGroup {
+			return ""
+		}
+		return k.StorageGroup
+	}
+	return k.Group
+}
+
+// NamespacePrefix is the storage prefix of the resource's objects in namespace.
+func (k *Kind) NamespacePrefix(namespace string) string {
+	return storage.NamespacePrefix(k.storageGroup(), k.Resource, namespace)
+}
+
+// CoreGroup names the core ("") group in Kind.StorageGroup.
+const CoreGroup = "core"
 
 // Key is the storage key of one object.
 func (k *Kind) Key(namespace, name string) string {
-	return storage.Key(k.Group, k.Resource, namespace, name)
+	return storage.Key(k.storageGroup(), k.Resource, namespace, name)
 }
 
 // AllVerbs is what a resource supports unless its Kind narrows it.

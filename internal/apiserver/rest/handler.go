@@ -230,7 +230,7 @@ func (c *call) objNamespace() string {
 // listPrefix is the storage prefix a list or watch covers.
 func (c *call) listPrefix() string {
 	if c.kind.Namespaced && c.info.Namespace != "" {
-		return storage.NamespacePrefix(c.kind.Group, c.kind.Resource, c.info.Namespace)
+		return c.kind.NamespacePrefix(c.info.Namespace)
 	}
 	return c.kind.Prefix()
 }
