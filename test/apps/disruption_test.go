@@ -22,8 +22,8 @@ import (
 // (expectedPods from the ReplicaSet's scale); kubectl drain of the node holding all three
 // pods evicts them one at a time — the evictions the budget refuses are answered 429 and
 // retried — while the ReplicaSet re-creates each on another node, and ends with every pod
-// moved and the budget whole again. (Kube answers every 429 with Retry-After, which
-// client-go waits out by itself, so kubectl's own "will retry after 5s" seldom shows.)
+// moved and the budget whole again. (A refused eviction carries no Retry-After, as
+// kube-apiserver's, so kubectl retries on its own 5 s schedule.)
 func TestDrainRespectsPDB(t *testing.T) {
 	t.Parallel()
 	cs := clientset(t)

@@ -83,5 +83,11 @@ func (h *handler) serveStream(w http.ResponseWriter, r *http.Request, info *requ
 			handler = translator.NewTranslatingHandler(handler, streamTranslator, wsstream.IsWebSocketRequestWithStreamCloseProtocol)
 		}
 	}
+	if httpstream.IsUpgradeRequest(r) {
+		// An upgrade carries no body; forwarding the (wrapped, hence chunked) body would put
+		// its terminator in front of the agent's first SPDY frame.
+		r = r.Clone(r.Context())
+		r.Body, r.ContentLength, r.TransferEncoding = http.NoBody, 0, nil
+	}
 	handler.ServeHTTP(hw, r)
 }

@@ -67,12 +67,11 @@ func WriteStatus(w http.ResponseWriter, se *apierrors.StatusError) {
 		code = http.StatusInternalServerError
 		st.Code = int32(code)
 	}
-	if code == http.StatusTooManyRequests || (st.Details != nil && st.Details.RetryAfterSeconds > 0 && code != http.StatusInternalServerError) {
-		secs := int32(1)
-		if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
-			secs = st.Details.RetryAfterSeconds
-		}
-		w.Header().Set("Retry-After", itoa(int64(secs)))
+	// Retry-After only when the status asks for it, as kube-apiserver: a refused eviction (429,
+	// no retry period) is for the client to retry on its own schedule (kubectl drain's 5 s),
+	// not for client-go to retry inside the request.
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 && code != http.StatusInternalServerError {
+		w.Header().Set("Retry-After", itoa(int64(st.Details.RetryAfterSeconds)))
 	}
 	writeJSON(w, code, &st)
 }
