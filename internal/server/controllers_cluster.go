@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -156,18 +155,13 @@ func clusterControllerEnabled(name string, list []string) bool {
 	return star
 }
 
-// switchedOff stands in for a controller switched off: it holds its Lease and does nothing.
-type switchedOff struct{}
-
-func (switchedOff) Start(ctx context.Context) error { <-ctx.Done(); return nil }
-
 // clusterController is an elected controller that --cluster-controllers can switch off.
 func clusterController(name string, new func(s *Server, o *ClusterControllerOptions, cfg *rest.Config, log *slog.Logger) (starter, error)) electedController {
 	return electedController{name: name, new: func(s *Server, cfg *rest.Config, log *slog.Logger) (starter, error) {
 		o := &s.opts.ClusterControllerOptions
 		if !clusterControllerEnabled(name, o.ClusterControllers) {
 			log.Info("disabled by --cluster-controllers")
-			return switchedOff{}, nil
+			return nil, nil // switched off: no Lease taken
 		}
 		// kube-controller-manager's --kube-api-content-type default: protobuf, which
 		// informers of 100,000 pods decode several times faster than JSON.
@@ -194,7 +188,7 @@ var clusterControllers = []electedController{
 	clusterController(nodeipam.Name, func(s *Server, o *ClusterControllerOptions, cfg *rest.Config, log *slog.Logger) (starter, error) {
 		if o.NoNodeCIDRAllocation {
 			log.Info("disabled by --allocate-node-cidrs=false")
-			return switchedOff{}, nil
+			return nil, nil // switched off: no Lease taken
 		}
 		c, err := o.nodeIPAMConfig()
 		if err != nil {
