@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"log/slog"
 
 	"k8s.io/client-go/rest"
@@ -42,13 +41,8 @@ const SimNodesName = "sim-nodes"
 var simNodeControllers = []electedController{
 	{name: SimNodesName, new: func(s *Server, cfg *rest.Config, log *slog.Logger) (starter, error) {
 		if s.opts.SimNodes.Nodes == 0 {
-			return noSimNodes{}, nil
+			return nil, nil // takes no Lease
 		}
 		return simnode.New(cfg, s.opts.SimNodes, log)
 	}},
 }
-
-// noSimNodes is the simulator when no simulated nodes are asked for: nothing to do.
-type noSimNodes struct{}
-
-func (noSimNodes) Start(ctx context.Context) error { <-ctx.Done(); return nil }

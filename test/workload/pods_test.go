@@ -96,8 +96,15 @@ func TestPodDefaultsAndStatus(t *testing.T) {
 		t.Errorf("after status update: phase %s ip %s image %s", st.Status.Phase, st.Status.PodIP, st.Spec.Containers[0].Image)
 	}
 	// A changed immutable field is refused with upstream's message.
-	st.Spec.Containers[0].Name = "renamed"
-	_, err = pods.Update(ctxT(t), st, metav1.UpdateOptions{})
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := pods.Get(ctxT(t), st.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Containers[0].Name = "renamed"
+		_, err = pods.Update(ctxT(t), cur, metav1.UpdateOptions{})
+		return err
+	})
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "pod updates may not change fields other than") {
 		t.Errorf("renaming a container: %v", err)
 	}

@@ -410,7 +410,9 @@ func (c *call) prepareCreate(obj *unstructured.Unstructured) {
 	} else {
 		obj.SetGeneration(0)
 	}
-	if c.kind.Status {
+	if _, upstream := c.kind.StrategyOrDefault().(registry.ContextStrategy); c.kind.Status && !upstream {
+		// Upstream's strategies decide themselves: a Pod's resets status, a Node's keeps what
+		// its kubelet registers with.
 		unstructured.RemoveNestedField(obj.Object, "status")
 	}
 	c.kind.StrategyOrDefault().PrepareForCreate(obj)
