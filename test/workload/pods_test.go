@@ -432,3 +432,25 @@ func TestNodeWatchByNodeName(t *testing.T) {
 }
 
 func intOrStr(n int) intstrValue { return intstrFromInt(n) }
+
+// TestClaimPending: a new PersistentVolumeClaim is served with status.phase Pending, as
+// kube-apiserver defaults it (its strategy clears the status the request brought).
+func TestClaimPending(t *testing.T) {
+	cs := clientset(t)
+	ns := "claims"
+	makeNS(t, cs, ns)
+	pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Create(ctxT(t), &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To("none"),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pvc.Status.Phase != corev1.ClaimPending {
+		t.Errorf("created claim's phase %q, want Pending", pvc.Status.Phase)
+	}
+	got, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctxT(t), "c", metav1.GetOptions{})
+	if err != nil || got.Status.Phase != corev1.ClaimPending {
+		t.Errorf("read claim's phase %q (%v), want Pending", got.Status.Phase, err)
+	}
+}

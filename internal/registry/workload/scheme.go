@@ -65,6 +65,10 @@ func fromInternal(in runtime.Object, gvk schema.GroupVersionKind) (map[string]an
 	if err := scheme.Convert(in, ext, nil); err != nil {
 		return nil, err
 	}
+	// kube-apiserver defaults every object it decodes, from storage too: what a strategy
+	// cleared after the request was defaulted (a PVC's status on create) is served with its
+	// defaults (phase Pending), so it is stored with them here.
+	scheme.Default(ext)
 	return toUnstructured(ext, gvk)
 }
 
