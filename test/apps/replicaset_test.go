@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -102,13 +103,18 @@ func TestReplicaSetHealsAdoptsReleases(t *testing.T) {
 	}
 
 	// Adopt: an orphan with the selector's labels becomes the ReplicaSet's, and one pod
-	// goes so that three remain.
+	// goes so that three remain — often the orphan itself, the newest and least ready
+	// (upstream's deletion order). The ReplicaSet deletes only pods it owns, so the orphan
+	// gone means it was adopted first.
 	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: l}, Spec: podTemplate(l).Spec}
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, orphan, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, func() error {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, "orphan", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
