@@ -93,13 +93,12 @@ func newWorld(t *testing.T, name string) *world {
 	cs := clientset(t, adminConfig(t))
 	w := &world{ns: name, node: name + "-node", agent: agent, proxyable: proxyable}
 
-	node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: w.node}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A node registers with its status, as a kubelet does (the node IPAM and TTL controllers
+	// write the Node right after its create, so a later status update would race them).
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: w.node}}
 	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: host}, {Type: corev1.NodeHostName, Address: w.node}}
 	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.CoreV1().Nodes().Delete(context.Background(), w.node, metav1.DeleteOptions{}) })
@@ -115,6 +114,7 @@ func newWorld(t *testing.T, name string) *world {
 	var created *corev1.Pod
 	// The namespace's default ServiceAccount, which admission wants, comes from a controller.
 	servertest.Eventually(t, time.Minute, 100*time.Millisecond, func() error {
+		var err error
 		created, err = cs.CoreV1().Pods(w.ns).Create(ctx, pod, metav1.CreateOptions{})
 		return err
 	})
