@@ -119,6 +119,10 @@ func (s *Server) startControllers(ctx context.Context, wg *sync.WaitGroup) error
 	if err := s.startAgent(ctx, wg); err != nil {
 		return err
 	}
+	// The embedded data servers (dataservices.go) run on every server.
+	if err := s.startDataServices(ctx, wg); err != nil {
+		return err
+	}
 	return s.startCRDController(ctx, wg)
 }
 

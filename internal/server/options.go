@@ -93,6 +93,9 @@ type Options struct {
 	// AgentOptions: the in-process node agent, `kube server --agent` (agent.go,
 	// internal/agent).
 	AgentOptions
+	// DataServicesOptions: the embedded data servers the data kinds provision on
+	// (dataservices.go, internal/dataservices).
+	DataServicesOptions
 }
 
 // DefaultDataDir is where a server keeps its state unless told otherwise.
@@ -183,6 +186,9 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if err := o.AgentOptions.validate(); err != nil {
+		return err
+	}
+	if err := o.DataServicesOptions.validate(); err != nil {
 		return err
 	}
 	if err := o.LifecycleOptions.validate(); err != nil {
