@@ -22,7 +22,11 @@ import (
 
 // Admission is the platform's validating admission plugin:
 //   - a platform object whose dependencies would close a cycle is refused (403, with the
-//     cycle path);
+//     cycle path); a dependsOn naming an unknown kind, or a namespace of another tenant, is
+//     refused (422);
+//   - a data kind's spec.server naming an entry that does not exist is refused (422), one
+//     the object's tenant may not use (403) (dataadmission.go);
+//   - each kind's own validator (kindValidators) refuses bad input with 422;
 //   - creating an object in a tenant's namespace past a Quota limit is refused (403 naming
 //     the Quota and the limit);
 //   - an object (any kind, custom resources included) whose spec references a Secret no
@@ -56,12 +60,15 @@ func (a *Admission) Validate(ctx context.Context, at *admission.Attributes) erro
 	if at.Subresource != "" || at.Operation == admission.Delete {
 		return nil
 	}
+	r := a.getReader()
 	if at.Kind.Group == v1alpha1.Group && at.Object != nil {
 		if err := a.checkCycle(at); err != nil {
 			return err
 		}
+		if err := a.checkKind(ctx, r, at); err != nil {
+			return err
+		}
 	}
-	r := a.getReader()
 	if r == nil || at.Namespace == "" {
 		return nil
 	}

@@ -15,7 +15,9 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -29,6 +31,7 @@ import (
 	"kubeos.dev/kube/internal/admission"
 	"kubeos.dev/kube/internal/apiserver/request"
 	"kubeos.dev/kube/internal/controllers/recorder"
+	"kubeos.dev/kube/internal/dataservices/servers"
 	"kubeos.dev/kube/internal/platform"
 	"kubeos.dev/kube/internal/platform/v1alpha1"
 	"kubeos.dev/kube/internal/storage"
@@ -87,6 +90,7 @@ type lifecycleState struct {
 	engine    *lifecycle.Engine
 	admission *platform.Admission
 	authz     *platform.Authorizer
+	servers   *servers.Registry
 	scheme    *runtime.Scheme
 	cfg       *rest.Config
 	// tracking is closed once the CRDs are served and the graph is tracked: the engine's
@@ -132,10 +136,12 @@ func (s *Server) newLifecycle(inner platformAuthorizer) (*lifecycleState, error)
 	for kind, d := range o.DeletionTimeouts {
 		kinds[kind] = platform.KindTuning{DeletionTimeout: d}
 	}
-	if err := platform.Register(engine, platform.Options{Client: direct, CA: s.pki.CA, CAKey: s.pki.CAKey, Counter: counter, Kinds: kinds}); err != nil {
+	registry := servers.NewRegistry(direct) // the informer cache once synced (startLifecycle)
+	if err := platform.Register(engine, platform.Options{Client: direct, CA: s.pki.CA, CAKey: s.pki.CAKey, Counter: counter, Kinds: kinds,
+		Servers: registry, Gatherer: s.metrics, Bus: bus, Log: s.opts.Log.With("component", "platform")}); err != nil {
 		return nil, err
 	}
-	return &lifecycleState{bus: bus, engine: engine, scheme: scheme, cfg: cfg,
+	return &lifecycleState{bus: bus, engine: engine, scheme: scheme, cfg: cfg, servers: registry,
 		admission: &platform.Admission{Engine: engine, Counter: counter},
 		authz:     &platform.Authorizer{Inner: inner}, tracking: make(chan struct{})}, nil
 }
@@ -164,14 +170,22 @@ func (s *Server) startLifecycle(ctx context.Context, wg *sync.WaitGroup) error {
 	if err := installCRDs(ctx, lc.cfg, v1alpha1.CRDs(nil)); err != nil {
 		return err
 	}
-	c, err := cache.New(lc.cfg, cache.Options{Scheme: lc.scheme})
+	// Secrets: only the server entries (kube-system, labelled with their server kind).
+	hasKind, err := labels.NewRequirement(servers.LabelKind, selection.Exists, nil)
+	if err != nil {
+		return err
+	}
+	c, err := cache.New(lc.cfg, cache.Options{Scheme: lc.scheme, ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Namespaces: map[string]cache.Config{servers.Namespace: {}}, Label: labels.NewSelector().Add(*hasKind)},
+	}})
 	if err != nil {
 		return err
 	}
 	if err := lc.engine.Track(ctx, c); err != nil {
 		return err
 	}
-	for _, obj := range []client.Object{&corev1.Namespace{}, &v1alpha1.Quota{}, &v1alpha1.AccessPolicy{}, &v1alpha1.SecretPolicy{}} {
+	for _, obj := range []client.Object{&corev1.Namespace{}, &v1alpha1.Quota{}, &v1alpha1.AccessPolicy{}, &v1alpha1.SecretPolicy{},
+		&corev1.Secret{}, &v1alpha1.Database{}, &v1alpha1.Backup{}} {
 		if _, err := c.GetInformer(ctx, obj); err != nil {
 			return err
 		}
@@ -190,6 +204,7 @@ func (s *Server) startLifecycle(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	lc.admission.SetReader(c)
 	lc.authz.SetReader(c)
+	lc.servers.SetReader(c)
 	close(lc.tracking)
 	return nil
 }

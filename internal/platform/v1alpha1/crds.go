@@ -40,6 +40,16 @@ func subjects() apiextensionsv1.JSONSchemaProps {
 	return apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &s}}
 }
 
+// dependsOn is the schema of spec.dependsOn, on every kind.
+func dependsOn() apiextensionsv1.JSONSchemaProps {
+	ref := object([]string{"kind", "name"}, props{
+		"kind":      {Type: "string", Pattern: `^[A-Z][A-Za-z0-9]*$`, MaxLength: ptr[int64](63)},
+		"name":      {Type: "string", MinLength: ptr[int64](1), MaxLength: ptr[int64](253)},
+		"namespace": {Type: "string", MaxLength: ptr[int64](63)},
+	})
+	return apiextensionsv1.JSONSchemaProps{Type: "array", MaxItems: ptr[int64](64), Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &ref}}
+}
+
 func col(name, typ, path string) apiextensionsv1.CustomResourceColumnDefinition {
 	return apiextensionsv1.CustomResourceColumnDefinition{Name: name, Type: typ, JSONPath: path}
 }
@@ -53,6 +63,10 @@ func CRDs(table lifecycle.TransitionTable) []*apiextensionsv1.CustomResourceDefi
 	with := func(f func(o *lifecycle.CRDOptions)) *apiextensionsv1.CustomResourceDefinition {
 		o := base
 		f(&o)
+		if o.Spec.Properties == nil {
+			o.Spec.Properties = props{}
+		}
+		o.Spec.Properties["dependsOn"] = dependsOn()
 		return lifecycle.CRD(o)
 	}
 	envs := strings_(dnsLabel())
@@ -110,5 +124,11 @@ func CRDs(table lifecycle.TransitionTable) []*apiextensionsv1.CustomResourceDefi
 			o.Columns = []apiextensionsv1.CustomResourceColumnDefinition{col("DNS", "string", ".spec.dnsNames"),
 				col("Issuer", "string", ".spec.issuer"), col("Not After", "string", ".status.notAfter")}
 		}),
+		with(databaseCRD),
+		with(cacheCRD),
+		with(topicCRD),
+		with(bucketCRD),
+		with(backupCRD),
+		with(alertCRD),
 	}
 }

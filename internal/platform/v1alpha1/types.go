@@ -45,6 +45,8 @@ type TenantSpec struct {
 	// Environments are DNS labels (dev, staging, prod).
 	Environments []string  `json:"environments"`
 	Admins       []Subject `json:"admins,omitempty"`
+	// DependsOn names kubeos.dev objects made ready before this one and torn down after it.
+	DependsOn []DependencyRef `json:"dependsOn,omitempty"`
 }
 
 // TenantStatus shows the namespaces provisioned.
@@ -86,6 +88,8 @@ type Quota struct {
 type QuotaSpec struct {
 	Tenant string       `json:"tenant"`
 	Limits []QuotaLimit `json:"limits"`
+	// DependsOn names kubeos.dev objects made ready before this one and torn down after it.
+	DependsOn []DependencyRef `json:"dependsOn,omitempty"`
 }
 
 // QuotaStatus shows usage.
@@ -115,6 +119,8 @@ type AccessPolicySpec struct {
 	// (what precedes the first "/", e.g. "kube-deploy" in "kube-deploy/1.2") is an entry.
 	// Empty: any way.
 	Via []string `json:"via,omitempty"`
+	// DependsOn names kubeos.dev objects made ready before this one and torn down after it.
+	DependsOn []DependencyRef `json:"dependsOn,omitempty"`
 }
 
 // AccessPolicyStatus is the lifecycle status.
@@ -144,6 +150,8 @@ type SecretPolicy struct {
 // SecretPolicySpec lists the rules.
 type SecretPolicySpec struct {
 	Rules []SecretPolicyRule `json:"rules"`
+	// DependsOn names kubeos.dev objects made ready before this one and torn down after it.
+	DependsOn []DependencyRef `json:"dependsOn,omitempty"`
 }
 
 // SecretPolicyStatus is the lifecycle status.
@@ -178,6 +186,8 @@ type CredentialSpec struct {
 	SecretName string `json:"secretName,omitempty"`
 	// RotationPeriod ("720h"); empty never rotates.
 	RotationPeriod *metav1.Duration `json:"rotationPeriod,omitempty"`
+	// DependsOn names kubeos.dev objects made ready before this one and torn down after it.
+	DependsOn []DependencyRef `json:"dependsOn,omitempty"`
 }
 
 // CredentialStatus records rotations.
@@ -213,6 +223,8 @@ type CertificateSpec struct {
 	// Duration (default 2160h) and RenewBefore (default a third of Duration).
 	Duration    *metav1.Duration `json:"duration,omitempty"`
 	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+	// DependsOn names kubeos.dev objects made ready before this one and torn down after it.
+	DependsOn []DependencyRef `json:"dependsOn,omitempty"`
 }
 
 // CertificateStatus shows the certificate in force.
@@ -295,13 +307,28 @@ var (
 	_ lifecycle.Object = (*SecretPolicy)(nil)
 	_ lifecycle.Object = (*Credential)(nil)
 	_ lifecycle.Object = (*Certificate)(nil)
+
+	_ Dependent = (*Tenant)(nil)
+	_ Dependent = (*Quota)(nil)
+	_ Dependent = (*AccessPolicy)(nil)
+	_ Dependent = (*SecretPolicy)(nil)
+	_ Dependent = (*Credential)(nil)
+	_ Dependent = (*Certificate)(nil)
+	_ Dependent = (*Database)(nil)
+	_ Dependent = (*Cache)(nil)
+	_ Dependent = (*Topic)(nil)
+	_ Dependent = (*Bucket)(nil)
+	_ Dependent = (*Backup)(nil)
+	_ Dependent = (*Alert)(nil)
 )
 
 // AddToScheme registers the kinds.
 func AddToScheme(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&Tenant{}, &TenantList{}, &Quota{}, &QuotaList{}, &AccessPolicy{}, &AccessPolicyList{},
-		&SecretPolicy{}, &SecretPolicyList{}, &Credential{}, &CredentialList{}, &Certificate{}, &CertificateList{})
+		&SecretPolicy{}, &SecretPolicyList{}, &Credential{}, &CredentialList{}, &Certificate{}, &CertificateList{},
+		&Database{}, &DatabaseList{}, &Cache{}, &CacheList{}, &Topic{}, &TopicList{}, &Bucket{}, &BucketList{},
+		&Backup{}, &BackupList{}, &Alert{}, &AlertList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }
