@@ -2,10 +2,13 @@ package simnode
 
 import (
 	"context"
+	"runtime/debug"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,59 +33,131 @@ func (k sink) Resync() error                   { return nil }
 
 var _ cache.ReflectorStore = sink{}
 
+// listPageSize is how many pods one page of the pod list holds: the simulator never
+// holds more pod objects than a page (or a watch event) at once.
+const listPageSize = 500
+
 // watchPods is the one pod watch of all simulated nodes: every bound pod (a field
-// selector cannot OR node names), those of other nodes dropped at once.
+// selector cannot OR node names), those of other nodes dropped at once. It is not a
+// reflector: a reflector gathers the whole list before its store sees it (100,000 pods
+// decoded at once); here each page of a paginated, consistent list is taken in and
+// dropped, then the watch continues from the list's resourceVersion, and a watch that
+// expired (410 Gone) lists again.
 func (s *Simulator) watchPods(ctx context.Context) {
 	sel := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
 	pods := s.read.CoreV1().Pods(metav1.NamespaceAll)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return pods.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return pods.Watch(ctx, o)
-		},
+	backoff := time.Second
+	for ctx.Err() == nil {
+		rv, err := s.listPods(ctx, pods, sel)
+		if err != nil {
+			s.log.Warn("pod list failed", "err", err)
+			sleepCtx(ctx, backoff)
+			backoff = min(2*backoff, 30*time.Second)
+			continue
+		}
+		backoff = time.Second
+		s.followPods(ctx, pods, sel, rv)
 	}
-	r := cache.NewReflectorWithOptions(lw, &corev1.Pod{}, sink{
-		upsert: func(obj any) {
-			if p, ok := obj.(*corev1.Pod); ok {
-				s.mu.Lock()
-				s.observeLocked(p, time.Now())
-				s.mu.Unlock()
-				s.poke()
+}
+
+// listPods lists every bound pod page by page into the simulator and forgets the pods it
+// knew that the list no longer has; it returns the list's resourceVersion.
+func (s *Simulator) listPods(ctx context.Context, pods podClient, sel string) (string, error) {
+	s.mu.Lock()
+	s.epoch++
+	s.mu.Unlock()
+	opts := metav1.ListOptions{FieldSelector: sel, Limit: listPageSize}
+	rv := ""
+	for {
+		l, err := pods.List(ctx, opts)
+		if err != nil {
+			return "", err
+		}
+		if rv == "" {
+			rv = l.ResourceVersion
+		}
+		s.mu.Lock()
+		now := time.Now()
+		for i := range l.Items {
+			s.observeLocked(&l.Items[i], now)
+		}
+		s.mu.Unlock()
+		s.poke()
+		if l.Continue == "" {
+			break
+		}
+		opts.Continue = l.Continue
+	}
+	s.mu.Lock()
+	for k, ps := range s.pods {
+		if ps.epoch != s.epoch {
+			s.forgetLocked(k, ps.view.uid)
+		}
+	}
+	s.mu.Unlock()
+	// The pages are garbage now: give their memory back rather than keep it as heap.
+	debug.FreeOSMemory()
+	return rv, nil
+}
+
+// followPods watches from rv until the watch must start over from a list (410 Gone) or
+// ctx ends; a watch that merely closed is started again from the last resourceVersion.
+func (s *Simulator) followPods(ctx context.Context, pods podClient, sel, rv string) {
+	for ctx.Err() == nil {
+		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true})
+		if err != nil {
+			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				return
 			}
-		},
-		remove: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
+			s.log.Warn("pod watch failed", "err", err)
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			switch ev.Type {
+			case watch.Error:
+				w.Stop()
+				if st := apierrors.FromObject(ev.Object); apierrors.IsResourceExpired(st) || apierrors.IsGone(st) {
+					return
+				}
+				s.log.Warn("pod watch error", "err", apierrors.FromObject(ev.Object))
+				continue
+			case watch.Bookmark:
+				if m, err := meta.Accessor(ev.Object); err == nil {
+					rv = m.GetResourceVersion()
+				}
+				continue
 			}
-			if p, ok := obj.(*corev1.Pod); ok {
-				s.mu.Lock()
-				s.forgetLocked(p.Namespace+"/"+p.Name, p.UID)
-				s.mu.Unlock()
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
 			}
-		},
-		replace: func(objs []any) {
+			rv = p.ResourceVersion
 			s.mu.Lock()
-			s.epoch++
-			now := time.Now()
-			for _, o := range objs {
-				if p, ok := o.(*corev1.Pod); ok {
-					s.observeLocked(p, now)
-				}
-			}
-			for k, ps := range s.pods {
-				if ps.epoch != s.epoch {
-					s.forgetLocked(k, ps.view.uid)
-				}
+			if ev.Type == watch.Deleted {
+				s.forgetLocked(p.Namespace+"/"+p.Name, p.UID)
+			} else {
+				s.observeLocked(p, time.Now())
 			}
 			s.mu.Unlock()
 			s.poke()
-		},
-	}, cache.ReflectorOptions{Name: "simnode-pods"})
-	r.RunWithContext(ctx)
+		}
+		w.Stop()
+	}
+}
+
+type podClient interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*corev1.PodList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // watchNodes follows the simulated Nodes: a HeartbeatAnnotation stops or resumes a node,

@@ -3,7 +3,9 @@
 // samples a process's CPU and RSS.
 //
 //	simload create -kubeconfig K -n 100000 -nodes 5000 -prefix sim- -ns simbench
+//	simload nodes  -kubeconfig K -nodes 5000 -prefix sim-   (Nodes for kwok to manage)
 //	simload wait   -kubeconfig K -n 100000 -ns simbench
+//	simload check  -kubeconfig K -ns simbench   (pods Running, nodes Ready, Leases fresh)
 //	simload sample -pid P -duration 10m -interval 10s
 package main
 
@@ -11,6 +13,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -20,6 +24,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -37,7 +42,8 @@ func main() {
 	nodes := fs.Int("nodes", 5000, "nodes the pods are spread over")
 	prefix := fs.String("prefix", "sim-", "node name prefix")
 	ns := fs.String("ns", "simbench", "namespace")
-	conc := fs.Int("concurrency", 32, "creates in flight")
+	conc := fs.Int("concurrency", 128, "creates in flight")
+	conns := fs.Int("connections", 8, "HTTP/2 connections the creates are spread over")
 	pid := fs.Int("pid", 0, "process to sample")
 	dur := fs.Duration("duration", time.Minute, "sampling time")
 	every := fs.Duration("interval", 10*time.Second, "sampling interval")
@@ -45,7 +51,15 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "create":
-		err = create(clients(*kubeconfig), *n, *nodes, *prefix, *ns, *conc)
+		cs := make([]*kubernetes.Clientset, max(1, *conns))
+		for i := range cs {
+			cs[i] = clients(*kubeconfig)
+		}
+		err = create(cs, *n, *nodes, *prefix, *ns, *conc)
+	case "nodes":
+		err = createNodes(clients(*kubeconfig), *nodes, *prefix, *conc)
+	case "check":
+		err = check(clients(*kubeconfig), *ns)
 	case "wait":
 		err = wait(clients(*kubeconfig), *n, *ns)
 	case "sample":
@@ -59,17 +73,23 @@ func main() {
 	}
 }
 
+// clients is a clientset of its own connection (a Proxy func keeps client-go from sharing
+// the cached transport), protobuf, no client-side rate limit.
 func clients(kubeconfig string) *kubernetes.Clientset {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		panic(err)
 	}
 	cfg.QPS, cfg.Burst = -1, 0
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	cfg.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
 	return kubernetes.NewForConfigOrDie(cfg)
 }
 
-func create(cs *kubernetes.Clientset, n, nodes int, prefix, ns string, conc int) error {
+func create(all []*kubernetes.Clientset, n, nodes int, prefix, ns string, conc int) error {
 	ctx := context.Background()
+	cs := all[0]
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -85,7 +105,22 @@ func create(cs *kubernetes.Clientset, n, nodes int, prefix, ns string, conc int)
 	var next atomic.Int64
 	var failed atomic.Int64
 	var wg sync.WaitGroup
-	for range conc {
+	var done atomic.Int64
+	stop := make(chan struct{})
+	go func() { // progress every 10 s
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				fmt.Printf("%s %d created\n", time.Now().UTC().Format(time.RFC3339), done.Load())
+			}
+		}
+	}()
+	for w := range conc {
+		cs := all[w%len(all)]
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
@@ -98,6 +133,7 @@ func create(cs *kubernetes.Clientset, n, nodes int, prefix, ns string, conc int)
 				for attempt := 0; ; attempt++ {
 					_, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 					if err == nil || apierrors.IsAlreadyExists(err) {
+						done.Add(1)
 						break
 					}
 					if attempt == 5 {
@@ -111,8 +147,52 @@ func create(cs *kubernetes.Clientset, n, nodes int, prefix, ns string, conc int)
 		})
 	}
 	wg.Wait()
+	close(stop)
 	el := time.Since(start)
 	fmt.Printf("created %d pods in %.1fs (%.0f/s), %d failed\n", n, el.Seconds(), float64(n)/el.Seconds(), failed.Load())
+	return nil
+}
+
+// createNodes creates the Nodes kwok manages (labelled type=kwok), as
+// ../shared/peers/run-kwok.sh applies them: the labels and capacity kube sim's nodes have.
+func createNodes(cs *kubernetes.Clientset, nodes int, prefix string, conc int) error {
+	ctx := context.Background()
+	start := time.Now()
+	var next, failed atomic.Int64
+	var wg sync.WaitGroup
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods: resource.MustParse("110")}
+	for range conc {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1))
+				if i > nodes {
+					return
+				}
+				name := prefix + strconv.Itoa(i)
+				n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+					Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+					Labels: map[string]string{"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": "zone-" + strconv.Itoa((i-1)%3),
+						"type": "kwok"}},
+					Status: corev1.NodeStatus{Capacity: res, Allocatable: res}}
+				for attempt := 0; ; attempt++ {
+					_, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+					if err == nil || apierrors.IsAlreadyExists(err) {
+						break
+					}
+					if attempt == 5 {
+						failed.Add(1)
+						fmt.Fprintln(os.Stderr, "create node", name, err)
+						break
+					}
+					time.Sleep(time.Second)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	fmt.Printf("created %d nodes in %.1fs (%.0f/s), %d failed\n", nodes, el.Seconds(), float64(nodes)/el.Seconds(), failed.Load())
 	return nil
 }
 
@@ -183,6 +263,52 @@ func wait(cs *kubernetes.Clientset, n int, ns string) error {
 	} else {
 		fmt.Printf("all %d Running (%d already at the list)\n", n, atList)
 	}
+	return nil
+}
+
+// check counts the namespace's Running pods, the Ready nodes and the node Leases renewed
+// in the last 40 s (their leaseDurationSeconds).
+func check(cs *kubernetes.Clientset, ns string) error {
+	ctx := context.Background()
+	running, pods := 0, 0
+	for cont := ""; ; {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 5000, Continue: cont})
+		if err != nil {
+			return err
+		}
+		for _, p := range l.Items {
+			pods++
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		if cont = l.Continue; cont == "" {
+			break
+		}
+	}
+	nl, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	ready := 0
+	for _, n := range nl.Items {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	ll, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	fresh := 0
+	for _, l := range ll.Items {
+		if l.Spec.RenewTime != nil && time.Since(l.Spec.RenewTime.Time) < 40*time.Second {
+			fresh++
+		}
+	}
+	fmt.Printf("%d/%d pods Running, %d/%d nodes Ready, %d/%d Leases renewed in the last 40 s\n", running, pods, ready, len(nl.Items), fresh, len(ll.Items))
 	return nil
 }
 
