@@ -127,6 +127,15 @@ func alertLabels(name string, series labels.Labels, extra map[string]string) lab
 	return b.Labels()
 }
 
+// templatePrelude defines $labels and $value for annotation templates, as Prometheus does.
+const templatePrelude = "{{$labels := .Labels}}{{$value := .Value}}"
+
+// ValidateTemplate parses an annotation template ($labels and $value defined).
+func ValidateTemplate(text string) error {
+	_, err := template.New("annotation").Parse(templatePrelude + text)
+	return err
+}
+
 // expand renders annotation templates with $labels and $value, as Prometheus does; a
 // template that does not parse or fails is kept as written.
 func expand(annotations map[string]string, lset labels.Labels, v float64) map[string]string {
@@ -143,7 +152,7 @@ func expand(annotations map[string]string, lset labels.Labels, v float64) map[st
 		if !strings.Contains(text, "{{") {
 			continue
 		}
-		t, err := template.New(k).Option("missingkey=zero").Parse("{{$labels := .Labels}}{{$value := .Value}}" + text)
+		t, err := template.New(k).Option("missingkey=zero").Parse(templatePrelude + text)
 		if err != nil {
 			continue
 		}

@@ -164,3 +164,12 @@ func TestValidateExpr(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateTemplate(t *testing.T) {
+	if err := ValidateTemplate("{{ $labels.kind }} is {{ $value }}"); err != nil {
+		t.Error(err)
+	}
+	if err := ValidateTemplate("{{ $labels.kind "); err == nil {
+		t.Error("an unclosed action parsed")
+	}
+}
