@@ -5,160 +5,268 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 )
 
-// shape is one scheduler_perf workload: the nodes and the measured pods.
+// shape is one scheduler_perf workload (test/integration/scheduler_perf in
+// k8s.io/kubernetes v1.37.2): node-default nodes (4 CPU, 32Gi, 110 pods, Ready) with zone
+// labels, initial pods already on the nodes, and the measured pods, all pending when the
+// scheduler starts.
 type shape struct {
-	zones int
-	pod   func(i int) *corev1.Pod
+	zones                 []string // topology.kubernetes.io/zone values, round robin
+	initNS, ns            string   // namespaces of the initial and the measured pods
+	init, pod             func(ns string, i int) *corev1.Pod
+	nodes, initPods, pods int // the defaults
+}
+
+// antiAffinityPod is templates/pod-with-pod-anti-affinity.yaml.
+func antiAffinityPod(ns string, i int) *corev1.Pod {
+	p := perfPod(ns, fmt.Sprintf("anti-affinity-pod-%d", i))
+	p.Labels = map[string]string{"color": "green"}
+	p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+		{TopologyKey: "kubernetes.io/hostname", Namespaces: []string{"sched-1", "sched-0"},
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"color": "green"}}}}}}
+	return p
+}
+
+func defaultPod(ns string, i int) *corev1.Pod { return perfPod(ns, fmt.Sprintf("pod-%d", i)) }
+
+// perfPod is templates/pod-default.yaml: pause, port 80, 100m CPU and 500Mi requested and
+// limited.
+func perfPod(ns, name string) *corev1.Pod {
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("500Mi")}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10.2",
+			Ports: []corev1.ContainerPort{{ContainerPort: 80}}, Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}}}}
 }
 
 var shapes = map[string]shape{
-	// SchedulingBasic: pod-default on node-default.
-	"basic": {zones: 1, pod: func(i int) *corev1.Pod { return pausePod("bench", fmt.Sprintf("p-%d", i)) }},
-	// TopologySpreading: every pod spread over the zones, maxSkew 1, DoNotSchedule.
-	"spread": {zones: 10, pod: func(i int) *corev1.Pod {
-		p := pausePod("bench", fmt.Sprintf("p-%d", i))
-		p.Labels = map[string]string{"app": "spread"}
-		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "topology.kubernetes.io/zone",
-			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}}}
-		return p
-	}},
-	// SchedulingPodAntiAffinity: no two pods of the group on one node.
-	"antiaffinity": {zones: 1, pod: func(i int) *corev1.Pod {
-		p := pausePod("bench", fmt.Sprintf("p-%d", i))
-		p.Labels = map[string]string{"color": "green"}
-		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
-			{TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"color": "green"}}}}}}
-		return p
-	}},
+	// SchedulingBasic (misc/performance-config.yaml, 5000Nodes_10000Pods): 1,000 initial
+	// and 10,000 measured pod-default pods on 5,000 node-default nodes.
+	"basic": {zones: []string{"zone-0"}, initNS: "bench", ns: "bench", init: defaultPod, pod: defaultPod,
+		nodes: 5000, initPods: 1000, pods: 10000},
+	// TopologySpreading (topology_spreading/performance-config.yaml): nodes labelled
+	// moon-1..3, initial pod-default pods, measured pod-with-topology-spreading pods (maxSkew
+	// 5 over zones, DoNotSchedule). 1,000 nodes with 1,000 + 1,000 pods (500Nodes has
+	// 1,000 + 1,000, 5000Nodes_5000Pods 5,000 + 5,000).
+	"spread": {zones: []string{"moon-1", "moon-2", "moon-3"}, initNS: "bench", ns: "bench", init: defaultPod,
+		pod: func(ns string, i int) *corev1.Pod {
+			p := perfPod(ns, fmt.Sprintf("spreading-pod-%d", i))
+			p.Labels = map[string]string{"color": "blue"}
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 5, TopologyKey: "topology.kubernetes.io/zone",
+				WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"color": "blue"}}}}
+			return p
+		},
+		nodes: 1000, initPods: 1000, pods: 1000},
+	// SchedulingPodAntiAffinity (affinity/performance-config.yaml): initial pods in
+	// sched-0, measured in sched-1, all pod-with-pod-anti-affinity (required, hostname,
+	// both namespaces), so at most one per node. 1,000 nodes with 200 + 800 pods (500Nodes
+	// has 100 + 400: every node gets one).
+	"antiaffinity": {zones: []string{"zone-0"}, initNS: "sched-0", ns: "sched-1", init: antiAffinityPod, pod: antiAffinityPod,
+		nodes: 1000, initPods: 200, pods: 800},
 }
 
 type runResult struct {
-	podsPerSec, wallSecs            float64
-	serverCPU, peerCPU, cpuPerPodMs float64
+	podsPerSec, wallSecs float64
+	// CPU seconds from the first to the last binding, and over the scheduler's whole run
+	// (its start, informer lists included).
+	serverCPU, schedCPU, schedCPUTotal float64
+	load                               string // load average at the start and end of the scheduler's run
 }
 
 func bench(dir string, args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	name := fs.String("shape", "basic", "basic | spread | antiaffinity")
-	nodes := fs.Int("nodes", 5000, "nodes")
-	pods := fs.Int("pods", 10000, "measured pods")
+	nodes := fs.Int("nodes", 0, "nodes (0: the shape's)")
+	initPods := fs.Int("init-pods", -1, "initial pods, created bound (-1: the shape's)")
+	pods := fs.Int("pods", 0, "measured pods (0: the shape's)")
 	only := fs.String("only", "", "run only kube or peer")
+	shared := fs.Bool("shared", true, "one server for both schedulers, one after the other, each with its own namespace of measured pods (not for antiaffinity: the first run's pods would repel the second's)")
+	profile := fs.String("cpuprofile", "", "kube's run: write its scheduler's CPU profile here")
 	_ = fs.Parse(args)
 	sh, ok := shapes[*name]
 	if !ok {
 		return fmt.Errorf("unknown shape %q", *name)
 	}
+	if *nodes > 0 {
+		sh.nodes = *nodes
+	}
+	if *initPods >= 0 {
+		sh.initPods = *initPods
+	}
+	if *pods > 0 {
+		sh.pods = *pods
+	}
+	if *name == "antiaffinity" {
+		*shared = false
+	}
 	res := map[string]runResult{}
+	var s *server
 	for i, who := range []string{"peer", "kube"} {
 		if *only != "" && *only != who {
 			continue
 		}
-		r, err := benchOne(filepath.Join(dir, who), 16443+i, who, sh, *nodes, *pods)
+		if s == nil || !*shared {
+			if s != nil {
+				s.proc.stop()
+			}
+			var err error
+			if s, err = setup(filepath.Join(dir, who), 16443+i, sh); err != nil {
+				return fmt.Errorf("%s: %w", who, err)
+			}
+		}
+		ns := sh.ns
+		if *shared {
+			ns = sh.ns + "-" + who
+		}
+		r, err := measure(s, who, ns, sh, *profile)
 		if err != nil {
+			s.proc.stop()
 			return fmt.Errorf("%s: %w", who, err)
 		}
 		res[who] = r
-		fmt.Printf("%s: %d pods on %d nodes (%s): %.0f pods/s (%.1f s first to last bind); server CPU %.1f s, scheduler process CPU %.1f s\n",
-			who, *pods, *nodes, *name, r.podsPerSec, r.wallSecs, r.serverCPU, r.peerCPU)
+		fmt.Printf("%s: %d pods on %d nodes with %d (%s): %.1f pods/s (%.1f s first to last bind); in that time server CPU %.1f s, scheduler CPU %.1f s (%.2f ms/pod); scheduler process total %.1f s; load average %s\n",
+			who, sh.pods, sh.nodes, sh.initPods, *name, r.podsPerSec, r.wallSecs, r.serverCPU, r.schedCPU, 1000*r.schedCPU/float64(sh.pods), r.schedCPUTotal, r.load)
+	}
+	if s != nil {
+		s.proc.stop()
 	}
 	k, p := res["kube"], res["peer"]
 	if k.podsPerSec > 0 && p.podsPerSec > 0 {
-		kubeSched := k.serverCPU - p.serverCPU // Kube's scheduler: what its server spent beyond the peer run's server
 		fmt.Printf("throughput ratio kube/kube-scheduler: %.2f×\n", k.podsPerSec/p.podsPerSec)
-		fmt.Printf("scheduler CPU per pod: kube %.2f ms (server %.1f s − %.1f s), kube-scheduler %.2f ms; ratio %.2f×\n",
-			1000*kubeSched/float64(*pods), k.serverCPU, p.serverCPU, 1000*p.peerCPU/float64(*pods), kubeSched/p.peerCPU)
-		fmt.Printf("whole control plane CPU per pod: kube %.2f ms, kube server + kube-scheduler %.2f ms\n",
-			1000*k.serverCPU/float64(*pods), 1000*(p.serverCPU+p.peerCPU)/float64(*pods))
+		fmt.Printf("scheduler CPU per pod (first to last bind): kube %.2f ms, kube-scheduler %.2f ms; ratio %.2f×\n",
+			1000*k.schedCPU/float64(sh.pods), 1000*p.schedCPU/float64(sh.pods), k.schedCPU/p.schedCPU)
+		fmt.Printf("scheduler CPU per pod (whole process): kube %.2f ms, kube-scheduler %.2f ms; ratio %.2f×\n",
+			1000*k.schedCPUTotal/float64(sh.pods), 1000*p.schedCPUTotal/float64(sh.pods), k.schedCPUTotal/p.schedCPUTotal)
 	}
 	return nil
 }
 
-func benchOne(dir string, port int, who string, sh shape, nodes, pods int) (runResult, error) {
-	var r runResult
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// setup starts a server (--scheduler=false) with the shape's nodes and initial pods, the
+// latter created bound round robin (as LeastAllocated would spread them).
+func setup(dir string, port int, sh shape) (*server, error) {
 	s, err := startServer(dir, port, false)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	ctx := context.Background()
-	if _, err := s.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{}); err != nil {
+	if err := ensureNamespace(ctx, s.cs, sh.initNS); err != nil {
 		s.proc.stop()
+		return nil, err
+	}
+	t := time.Now()
+	err = parallel(sh.nodes, 32, func(i int) error {
+		return createNode(ctx, s.cs, node(fmt.Sprintf("node-%d", i), sh.zones[i%len(sh.zones)], "4", "32Gi", nil, nil))
+	})
+	if err == nil {
+		fmt.Printf("%d nodes in %.1f s\n", sh.nodes, time.Since(t).Seconds())
+		t = time.Now()
+		err = parallel(sh.initPods, 32, func(i int) error {
+			p := sh.init(sh.initNS, i)
+			p.Name = "init-" + p.Name
+			p.Spec.NodeName = fmt.Sprintf("node-%d", i%sh.nodes)
+			_, err := s.cs.CoreV1().Pods(sh.initNS).Create(ctx, p, metav1.CreateOptions{})
+			return err
+		})
+		fmt.Printf("%d initial pods in %.1f s\n", sh.initPods, time.Since(t).Seconds())
+	}
+	if err != nil {
+		s.proc.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func ensureNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// measure creates the measured pods in ns (all pending: no scheduler runs), starts the
+// scheduler as its own process (kube-scheduler, or this program's sched command), times
+// the first to the last binding and samples both processes' CPU at those points.
+func measure(s *server, who, ns string, sh shape, profile string) (runResult, error) {
+	var r runResult
+	ctx := context.Background()
+	if err := ensureNamespace(ctx, s.cs, ns); err != nil {
 		return r, err
 	}
 	t := time.Now()
-	err = parallel(nodes, 32, func(i int) error {
-		return createNode(ctx, s.cs, node(fmt.Sprintf("node-%d", i), fmt.Sprintf("zone-%d", i%sh.zones), "4", "32Gi", nil, nil))
+	err := parallel(sh.pods, 32, func(i int) error {
+		_, err := s.cs.CoreV1().Pods(ns).Create(ctx, sh.pod(ns, i), metav1.CreateOptions{})
+		return err
 	})
-	if err == nil {
-		fmt.Printf("%s: %d nodes in %.1f s\n", who, nodes, time.Since(t).Seconds())
-		t = time.Now()
-		err = parallel(pods, 32, func(i int) error {
-			_, err := s.cs.CoreV1().Pods("bench").Create(ctx, sh.pod(i), metav1.CreateOptions{})
-			return err
-		})
-		fmt.Printf("%s: %d pods in %.1f s\n", who, pods, time.Since(t).Seconds())
-	}
-	s.proc.stop()
 	if err != nil {
 		return r, err
 	}
-	// Both runs restart the server, so both count its start (caches refilled) alike.
-	s, err = startServer(dir, port, who == "kube")
+	fmt.Printf("%s: %d pods in %.1f s\n", who, sh.pods, time.Since(t).Seconds())
+	list, err := s.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return r, err
 	}
-	defer s.proc.stop()
-	var peer *proc
+	var sp *proc
+	load0 := loadavg()
 	if who == "peer" {
-		if peer, err = startPeer(s); err != nil {
-			return r, err
+		sp, err = startPeer(s)
+	} else {
+		var self string
+		if self, err = os.Executable(); err == nil {
+			args := []string{"sched", "-kubeconfig", s.kubeconfig()}
+			if profile != "" {
+				args = append(args, "-cpuprofile", profile)
+			}
+			sp, err = start(s.dir, "kube-sched", self, args...)
 		}
-		defer peer.stop()
 	}
-	first, last, err := waitBound(ctx, s.cs, pods, 30*time.Minute)
 	if err != nil {
 		return r, err
 	}
+	defer sp.stop()
+	var cpu0, srv0 float64
+	first, last, err := waitBound(ctx, s.cs, ns, list.ResourceVersion, sh.pods, 30*time.Minute, func() { cpu0, srv0 = sp.cpu(), s.proc.cpu() })
+	if err != nil {
+		return r, err
+	}
+	r.schedCPUTotal = sp.cpu()
+	r.schedCPU, r.serverCPU = r.schedCPUTotal-cpu0, s.proc.cpu()-srv0
+	r.load = load0 + " → " + loadavg()
 	r.wallSecs = last.Sub(first).Seconds()
 	if r.wallSecs > 0 {
-		r.podsPerSec = float64(pods-1) / r.wallSecs
-	}
-	r.serverCPU = s.proc.cpu()
-	if peer != nil {
-		r.peerCPU = peer.cpu()
+		r.podsPerSec = float64(sh.pods-1) / r.wallSecs
 	}
 	return r, nil
 }
 
-// waitBound watches the pods until n are bound, returning the times of the first and last
-// binding seen.
-func waitBound(ctx context.Context, cs kubernetes.Interface, n int, timeout time.Duration) (first, last time.Time, err error) {
+// waitBound watches the pods of ns from rv until n are bound, returning the times of the
+// first and last binding seen; atFirst runs at the first.
+func waitBound(ctx context.Context, cs kubernetes.Interface, ns, rv string, n int, timeout time.Duration, atFirst func()) (first, last time.Time, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	bound := map[string]bool{}
-	list, err := cs.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return first, last, err
-	}
-	for _, p := range list.Items {
-		if p.Spec.NodeName != "" {
-			bound[p.Name] = true
-		}
-	}
-	if len(bound) > 0 {
-		first = time.Now()
-	}
-	rv := list.ResourceVersion
 	for len(bound) < n {
-		w, err := cs.CoreV1().Pods("bench").Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
 		if err != nil {
 			return first, last, err
 		}
@@ -173,6 +281,7 @@ func waitBound(ctx context.Context, cs kubernetes.Interface, n int, timeout time
 				now := time.Now()
 				if first.IsZero() {
 					first = now
+					atFirst()
 				}
 				last = now
 				if len(bound) == n {

@@ -48,7 +48,7 @@ var (
 func main() {
 	flag.Parse()
 	if flag.NArg() < 1 {
-		fmt.Fprintln(os.Stderr, "usage: scheduler [flags] bench|compare [flags]")
+		fmt.Fprintln(os.Stderr, "usage: scheduler [flags] bench|compare|sched [flags]")
 		os.Exit(2)
 	}
 	dir := *workDir
@@ -66,6 +66,8 @@ func main() {
 		err = bench(dir, flag.Args()[1:])
 	case "compare":
 		err = compare(dir)
+	case "sched":
+		err = sched(flag.Args()[1:])
 	default:
 		err = fmt.Errorf("unknown command %q", flag.Arg(0))
 	}

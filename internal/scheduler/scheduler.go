@@ -78,6 +78,10 @@ func New(cfg *rest.Config, o Options) (*Scheduler, error) {
 	// The loopback connection is not rate limited on the client (the server's own flow
 	// control applies); kube-scheduler's clientConnection qps/burst are not used.
 	rc.QPS, rc.Burst = -1, 0
+	// kube-scheduler's clientConnection.contentType default: informers of 100,000 pods
+	// decode protobuf several times faster than JSON.
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	return &Scheduler{restConfig: rc, conf: conf, log: o.Log, metrics: m}, nil
 }
 

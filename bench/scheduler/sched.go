@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"kubeos.dev/kube/internal/scheduler"
+)
+
+// sched runs Kube's scheduler (internal/scheduler, upstream's default profile) against a
+// kubeconfig in this process until SIGTERM or SIGINT, so that bench measures it as its own
+// process beside kube-scheduler's (/proc CPU compares like with like). No leader election:
+// the bench server runs with --scheduler=false.
+func sched(args []string) error {
+	fs := flag.NewFlagSet("sched", flag.ExitOnError)
+	kubeconfig := fs.String("kubeconfig", "", "the server's kubeconfig")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run here")
+	_ = fs.Parse(args)
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	s, err := scheduler.New(cfg, scheduler.Options{Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return s.Start(ctx)
+}
