@@ -580,3 +580,17 @@ func (p *Pools) Get(ctx context.Context, key, version, adminURL string) (*Server
 	p.m[key] = pooled{version: version, s: s}
 	return s, nil
 }
+
+// DropDatabase drops sp's database (if its owner is sp.Role), keeping the role: a failed
+// restore starts again from an empty database.
+func (s *Server) DropDatabase(ctx context.Context, sp Spec) error {
+	exists, owner, err := s.databaseOwner(ctx, sp.Database)
+	if err != nil || !exists || owner != sp.Role {
+		return err
+	}
+	s.dropDB(sp.Database)
+	if _, err := s.pool.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(sp.Database)+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("postgres: drop database %s: %w", sp.Database, err)
+	}
+	return nil
+}
