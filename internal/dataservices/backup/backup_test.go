@@ -231,6 +231,17 @@ func TestStreamRoundTrip(t *testing.T) {
 	if err != nil || string(m.Data) != "msg49" || m.Subject != "acme.s1.m1" || len(m.Header) != 0 {
 		t.Fatalf("last message = %+v, %v", m, err)
 	}
+	// Restored into a stream of other subjects: mapped.
+	if _, err := c.EnsureStream(ctx, nats.StreamSpec{Name: "s2", Subjects: []string{"acme.s2.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := RestoreStream(ctx, e.URL(), "s2", bytes.NewReader(archive.Bytes())); err != nil || n != 50 {
+		t.Fatalf("RestoreStream to s2 = %d, %v", n, err)
+	}
+	s2, _ := js.Stream(ctx, "s2")
+	if m, err := s2.GetMsg(ctx, 1); err != nil || m.Subject != "acme.s2.m0" {
+		t.Fatalf("first mapped message = %+v, %v", m, err)
+	}
 	// An empty stream dumps to a header only.
 	if _, err := c.EnsureStream(ctx, nats.StreamSpec{Name: "empty", Subjects: []string{"acme.e"}}); err != nil {
 		t.Fatal(err)

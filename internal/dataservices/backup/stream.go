@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -70,9 +71,26 @@ func DumpStream(ctx context.Context, adminURL, stream string, w io.Writer) (int,
 	return n, jw.Close()
 }
 
-// RestoreStream publishes an archive's messages, in order, to a stream (a message that
-// another stream takes fails the restore); it
-// returns how many.
+// SubjectMapping maps the subjects of an archive's stream to those of the stream it is
+// restored to: unchanged when they are the same; when each has one subject "a.b.>" and
+// "c.d.>", the prefix is replaced; else unchanged (a subject the target does not take fails).
+func SubjectMapping(from, to []string) func(string) string {
+	id := func(s string) string { return s }
+	if len(from) != 1 || len(to) != 1 || from[0] == to[0] || !strings.HasSuffix(from[0], ".>") || !strings.HasSuffix(to[0], ".>") {
+		return id
+	}
+	fp, tp := strings.TrimSuffix(from[0], ">"), strings.TrimSuffix(to[0], ">")
+	return func(s string) string {
+		if strings.HasPrefix(s, fp) {
+			return tp + strings.TrimPrefix(s, fp)
+		}
+		return s
+	}
+}
+
+// RestoreStream publishes an archive's messages, in order, to a stream (their subjects mapped
+// by SubjectMapping when the stream's subjects are not the archive's); a message that
+// another stream takes fails the restore. It returns how many.
 func RestoreStream(ctx context.Context, adminURL, stream string, r io.Reader) (int, error) {
 	c, err := nats.Dial(ctx, adminURL)
 	if err != nil {
@@ -80,10 +98,15 @@ func RestoreStream(ctx context.Context, adminURL, stream string, r io.Reader) (i
 	}
 	defer c.Close()
 	js := c.JetStream()
-	jr, _, err := newJSONLReader(r, "jetstream")
+	jr, h, err := newJSONLReader(r, "jetstream")
 	if err != nil {
 		return 0, err
 	}
+	info, err := c.StreamInfo(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	remap := SubjectMapping(h.Subjects, info.Config.Subjects)
 	n := 0
 	for {
 		var m streamMsg
@@ -94,7 +117,7 @@ func RestoreStream(ctx context.Context, adminURL, stream string, r io.Reader) (i
 		if err != nil {
 			return n, fmt.Errorf("archive: %w", err)
 		}
-		msg := &natsgo.Msg{Subject: m.Subject, Data: m.Data, Header: natsgo.Header(m.Header)}
+		msg := &natsgo.Msg{Subject: remap(m.Subject), Data: m.Data, Header: natsgo.Header(m.Header)}
 		ack, err := js.PublishMsg(ctx, msg)
 		if err != nil {
 			return n, fmt.Errorf("stream %s: publish %s: %w", stream, m.Subject, err)
