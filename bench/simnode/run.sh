@@ -9,7 +9,7 @@
 # Running, sampling the simulator's CPU and RSS from /proc.
 #
 # Usage: bench/simnode/run.sh [kube|kwok|both]   Env: NODES (5000) PODS (100000) HOLD (10m)
-#        OUT (/tmp/simbench) KWOK (/tmp/kwok-state/kwok, built by
+#        OUT (/tmp/simbench) PREBUILT (a directory with kube and simload, else built here) KWOK (/tmp/kwok-state/kwok, built by
 #        `GOBIN=/tmp/kwok-state go install sigs.k8s.io/kwok/cmd/kwok@v0.8.0` outside go.mod)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,8 +25,13 @@ SERVER_FLAGS=${SERVER_FLAGS:---scheduler=false --disable-workload-controllers --
 # Both simulators get 64 requests in flight and no client-side rate limit to speak of.
 SIM_FLAGS=${SIM_FLAGS:---workers 64 --qps 20000}
 mkdir -p "$OUT"
-mkdir -p "$OUT/bin"; go build -o "$OUT/bin/kube" ./cmd/kube
-go build -o "$OUT/bin/simload" ./bench/simnode/simload
+mkdir -p "$OUT/bin"
+if [[ -n ${PREBUILT:-} ]]; then # a directory holding kube and simload built already
+  cp "$PREBUILT/kube" "$PREBUILT/simload" "$OUT/bin/"
+else
+  go build -o "$OUT/bin/kube" ./cmd/kube
+  go build -o "$OUT/bin/simload" ./bench/simnode/simload
+fi
 SRV=""; SIM=""
 cleanup() { [[ -n $SIM ]] && kill "$SIM" 2>/dev/null || true; [[ -n $SRV ]] && kill "$SRV" 2>/dev/null || true; wait 2>/dev/null || true; }
 trap cleanup EXIT
