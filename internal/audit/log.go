@@ -62,6 +62,7 @@ func (l *Log) Write(ctx context.Context, ev *auditv1.Event) error {
 	if l.Annotate != nil {
 		l.Annotate(ctx, ev)
 	}
+	redactSecrets(ev)
 	data, err := appendEvent(make([]byte, 0, 1024), ev)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -170,6 +171,9 @@ func (s *Server) startLifecycle(ctx context.Context, wg *sync.WaitGroup) error {
 	if err := installCRDs(ctx, lc.cfg, v1alpha1.CRDs(nil)); err != nil {
 		return err
 	}
+	if err := installTenantRoles(ctx, lc.cfg, lc.scheme); err != nil {
+		return err
+	}
 	// Secrets: only the server entries (kube-system, labelled with their server kind).
 	hasKind, err := labels.NewRequirement(servers.LabelKind, selection.Exists, nil)
 	if err != nil {
@@ -206,6 +210,49 @@ func (s *Server) startLifecycle(ctx context.Context, wg *sync.WaitGroup) error {
 	lc.authz.SetReader(c)
 	lc.servers.SetReader(c)
 	close(lc.tracking)
+	return nil
+}
+
+// tenantResources are the namespaced kubeos.dev kinds a namespace's admins and editors
+// manage (aggregated into the admin, edit and view ClusterRoles).
+var tenantResources = []string{"databases", "caches", "topics", "buckets", "backups", "alerts", "credentials", "certificates"}
+
+// installTenantRoles creates (or updates) the ClusterRoles that aggregate the namespaced
+// kubeos.dev kinds into admin/edit (all verbs) and view (read).
+func installTenantRoles(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) error {
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	res := append(slices.Clone(tenantResources), "databases/status", "caches/status", "topics/status", "buckets/status",
+		"backups/status", "alerts/status", "credentials/status", "certificates/status")
+	roles := []rbacv1.ClusterRole{
+		{ObjectMeta: metav1.ObjectMeta{Name: "kubeos:data-edit", Labels: map[string]string{
+			"rbac.authorization.k8s.io/aggregate-to-admin": "true", "rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.Group}, Resources: tenantResources,
+				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "kubeos:data-view", Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.Group}, Resources: res, Verbs: []string{"get", "list", "watch"}}}},
+	}
+	for i := range roles {
+		want := roles[i]
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			var cur rbacv1.ClusterRole
+			err := c.Get(ctx, client.ObjectKey{Name: want.Name}, &cur)
+			switch {
+			case apierrors.IsNotFound(err):
+				w := want
+				err = c.Create(ctx, &w)
+			case err == nil:
+				cur.Labels, cur.Rules = want.Labels, want.Rules
+				err = c.Update(ctx, &cur)
+			}
+			return err == nil, nil
+		})
+		if err != nil {
+			return fmt.Errorf("install ClusterRole %s: %w", want.Name, err)
+		}
+	}
 	return nil
 }
 
