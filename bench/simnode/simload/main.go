@@ -197,69 +197,100 @@ func createNodes(cs *kubernetes.Clientset, nodes int, prefix string, conc int) e
 }
 
 // wait lists and watches the namespace's pods and reports when n are Running: the time
-// from its start and the Running transitions per second it saw.
+// from its start and the Running transitions per second it saw. A watch that expired
+// (the server's window moved on) lists again: pods Running by then count as turning
+// Running at that list.
 func wait(cs *kubernetes.Clientset, n int, ns string) error {
 	ctx := context.Background()
 	start := time.Now()
 	running := map[string]bool{}
-	rv := ""
-	cont := ""
-	for {
-		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 5000, Continue: cont})
-		if err != nil {
-			return err
+	first, last := time.Time{}, time.Time{}
+	atList := -1
+	seen := func(name string) {
+		if running[name] {
+			return
 		}
-		for _, p := range l.Items {
-			if p.Status.Phase == corev1.PodRunning {
-				running[p.Name] = true
+		running[name] = true
+		if atList < 0 {
+			return // the first list: already Running before
+		}
+		now := time.Now()
+		if first.IsZero() {
+			first = now
+		}
+		last = now
+	}
+	list := func() (string, error) {
+		rv, cont := "", ""
+		for {
+			l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 5000, Continue: cont})
+			if err != nil {
+				return "", err
+			}
+			for _, p := range l.Items {
+				if p.Status.Phase == corev1.PodRunning {
+					seen(p.Name)
+				}
+			}
+			if rv == "" {
+				rv = l.ResourceVersion
+			}
+			if cont = l.Continue; cont == "" {
+				return rv, nil
 			}
 		}
-		rv, cont = l.ResourceVersion, l.Continue
-		if cont == "" {
-			break
-		}
 	}
-	atList := len(running)
+	rv, err := list()
+	if err != nil {
+		return err
+	}
+	atList = len(running)
 	fmt.Printf("%s listed: %d Running\n", time.Now().UTC().Format(time.RFC3339), atList)
-	first, last := time.Time{}, time.Time{}
 	report := time.Now()
+	relists := 0
 	for len(running) < n {
 		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
-		if err != nil {
-			return err
-		}
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			rv = p.ResourceVersion
-			if ev.Type == watch.Bookmark {
-				continue
-			}
-			if p.Status.Phase == corev1.PodRunning && !running[p.Name] && ev.Type != watch.Deleted {
-				running[p.Name] = true
-				now := time.Now()
-				if first.IsZero() {
-					first = now
+		expired := err != nil
+		if err == nil {
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Error {
+					expired = true
+					break
 				}
-				last = now
+				p, ok := ev.Object.(*corev1.Pod)
+				if !ok {
+					continue
+				}
+				rv = p.ResourceVersion
+				if ev.Type == watch.Bookmark {
+					continue
+				}
+				if p.Status.Phase == corev1.PodRunning && ev.Type != watch.Deleted {
+					seen(p.Name)
+				}
+				if time.Since(report) > 10*time.Second {
+					report = time.Now()
+					fmt.Printf("%s %d Running\n", report.UTC().Format(time.RFC3339), len(running))
+				}
+				if len(running) >= n {
+					break
+				}
 			}
-			if time.Since(report) > 10*time.Second {
-				report = time.Now()
-				fmt.Printf("%s %d Running\n", report.UTC().Format(time.RFC3339), len(running))
-			}
-			if len(running) >= n {
-				w.Stop()
-				break
+			w.Stop()
+		}
+		if expired && len(running) < n {
+			relists++
+			fmt.Printf("%s watch ended (%v): listing again\n", time.Now().UTC().Format(time.RFC3339), err)
+			if rv, err = list(); err != nil {
+				return err
 			}
 		}
 	}
-	seen := len(running) - atList
-	if seen > 0 && last.After(first) {
-		fmt.Printf("all %d Running %.1fs after start; %d transitions to Running watched from %s to %s: %.0f/s (%.0f/s from start)\n",
-			n, time.Since(start).Seconds(), seen, first.UTC().Format(time.RFC3339), last.UTC().Format(time.RFC3339),
-			float64(seen)/last.Sub(first).Seconds(), float64(seen)/last.Sub(start).Seconds())
+	seenN := len(running) - atList
+	if seenN > 0 && last.After(first) {
+		fmt.Printf("all %d Running %.1fs after start; %d transitions to Running watched from %s to %s: %.0f/s (%.0f/s from start; %d relists)\n",
+			n, time.Since(start).Seconds(), seenN, first.UTC().Format(time.RFC3339), last.UTC().Format(time.RFC3339),
+			float64(seenN)/last.Sub(first).Seconds(), float64(seenN)/last.Sub(start).Seconds(), relists)
 	} else {
 		fmt.Printf("all %d Running (%d already at the list)\n", n, atList)
 	}
