@@ -10,10 +10,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -49,6 +52,15 @@ func compareNodes() []*corev1.Node {
 			cpu = "8"
 		case 14:
 			cpu = "32"
+		case 17, 18:
+			labels["pdb"] = "yes"
+			cpu = "2"
+		case 19:
+			labels["vol"] = "yes"
+			cpu = "2"
+		case 20:
+			labels["vol"] = "yes"
+			cpu = "8"
 		}
 		out = append(out, node(fmt.Sprintf("n-%02d", i), zones3[i%3], cpu, "16Gi", labels, taints))
 	}
@@ -61,7 +73,7 @@ type step struct {
 	name    string
 	pods    []*corev1.Pod
 	outcome func(got []string) string
-	after   func(ctx context.Context, cs kubernetes.Interface) error
+	before  func(ctx context.Context, cs kubernetes.Interface) error // objects the step's pods need
 }
 
 func withSel(p *corev1.Pod, k, v string) *corev1.Pod {
@@ -160,7 +172,58 @@ func steps() []step {
 	high.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1500m")
 	high.Spec.PriorityClassName = "cmp-high"
 	s = append(s, step{name: "priority preemption", pods: []*corev1.Pod{high}, outcome: exact})
+
+	// VolumeBinding: a WaitForFirstConsumer claim whose only matching local volume is on
+	// n-19 (2 CPUs) sends the pod there, not to the emptier n-20 (8 CPUs).
+	wffc := withSel(pod("uses-wffc"), "vol", "yes")
+	wffc.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "wffc"}}}}
+	s = append(s, step{name: "WaitForFirstConsumer claim, local volume", pods: []*corev1.Pod{wffc}, outcome: exact, before: wffcObjects})
+
+	// DefaultPreemption with a PodDisruptionBudget: n-17's one victim is protected, n-18
+	// needs two unprotected victims; fewest PDB violations comes first, so n-18.
+	guarded := withSel(pod("guarded"), "kubernetes.io/hostname", "n-17")
+	guarded.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1500m")
+	var freePods []*corev1.Pod
+	for _, n := range []string{"free-a", "free-b"} {
+		p := withSel(pod(n), "kubernetes.io/hostname", "n-18")
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("750m")
+		freePods = append(freePods, p)
+	}
+	s = append(s, step{name: "PDB victims and free victims", pods: append([]*corev1.Pod{guarded}, freePods...), outcome: exact, before: guardedPDB})
+	pre := withSel(pod("pdb-preemptor"), "pdb", "yes")
+	pre.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1500m")
+	pre.Spec.PriorityClassName = "cmp-high"
+	s = append(s, step{name: "preemption minimising PDB violations", pods: []*corev1.Pod{pre}, outcome: exact})
 	return s
+}
+
+func wffcObjects(ctx context.Context, cs kubernetes.Interface) error {
+	mode := storagev1.VolumeBindingWaitForFirstConsumer
+	if _, err := cs.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "cmp-wffc"},
+		Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: &mode}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "cmp-local"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: "cmp-wffc",
+		PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/cmp"}},
+		NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{"n-19"}}}}}}}}}
+	if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	class := "cmp-wffc"
+	_, err := cs.CoreV1().PersistentVolumeClaims("cmp").Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "wffc"},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}, metav1.CreateOptions{})
+	return err
+}
+
+func guardedPDB(ctx context.Context, cs kubernetes.Interface) error {
+	one := intstr.FromInt32(1)
+	_, err := cs.PolicyV1().PodDisruptionBudgets("cmp").Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "guarded"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}}}, metav1.CreateOptions{})
+	return err
 }
 
 func compare(dir string) error {
@@ -216,6 +279,11 @@ func compareOne(dir string, port int, who string) ([][]string, error) {
 	}
 	var out [][]string
 	for _, st := range steps() {
+		if st.before != nil {
+			if err := st.before(ctx, cs); err != nil {
+				return nil, fmt.Errorf("%s: %w", st.name, err)
+			}
+		}
 		var got []string
 		for _, p := range st.pods {
 			if _, err := cs.CoreV1().Pods("cmp").Create(ctx, p, metav1.CreateOptions{}); err != nil {
