@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"kubeos.dev/kube/internal/apiserver/request"
 )
@@ -40,6 +41,9 @@ type Attributes struct {
 	// Options are the request's CreateOptions, UpdateOptions or DeleteOptions as JSON-ready
 	// values (may be nil).
 	Options map[string]any
+	// TypeConverter returns the kind's structured-merge-diff type converter (for
+	// MutatingAdmissionPolicies' ApplyConfigurations); nil: the deduced one.
+	TypeConverter func() managedfields.TypeConverter
 }
 
 // Interface is admission as the REST handler calls it.

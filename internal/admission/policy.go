@@ -225,7 +225,7 @@ func (p *Policies) matches(ctx context.Context, pol *admissionregistrationv1.Val
 		if mr == nil {
 			continue
 		}
-		ok, err := p.matchResources(ctx, mr, a)
+		ok, err := matchResources(ctx, p.o.Source, mr, a)
 		if err != nil || !ok {
 			return false, err
 		}
@@ -233,7 +233,8 @@ func (p *Policies) matches(ctx context.Context, pol *admissionregistrationv1.Val
 	return pol.Spec.MatchConstraints != nil, nil
 }
 
-func (p *Policies) matchResources(ctx context.Context, mr *admissionregistrationv1.MatchResources, a *Attributes) (bool, error) {
+// matchResources applies one MatchResources of a validating or mutating policy or binding.
+func matchResources(ctx context.Context, src Source, mr *admissionregistrationv1.MatchResources, a *Attributes) (bool, error) {
 	exact := mr.MatchPolicy != nil && *mr.MatchPolicy == admissionregistrationv1.Exact
 	if len(mr.ResourceRules) > 0 && !namedRulesMatch(mr.ResourceRules, a, exact) {
 		return false, nil
@@ -241,7 +242,7 @@ func (p *Policies) matchResources(ctx context.Context, mr *admissionregistration
 	if namedRulesMatch(mr.ExcludeResourceRules, a, exact) {
 		return false, nil
 	}
-	if ok, err := namespaceSelectorMatches(ctx, p.o.Source, mr.NamespaceSelector, a); err != nil || !ok {
+	if ok, err := namespaceSelectorMatches(ctx, src, mr.NamespaceSelector, a); err != nil || !ok {
 		return false, err
 	}
 	return ObjectSelectorMatches(mr.ObjectSelector, a)

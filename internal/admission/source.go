@@ -23,6 +23,8 @@ type Source interface {
 	ValidatingWebhookConfigurations() []*admissionregistrationv1.ValidatingWebhookConfiguration
 	ValidatingAdmissionPolicies() []*admissionregistrationv1.ValidatingAdmissionPolicy
 	ValidatingAdmissionPolicyBindings() []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	MutatingAdmissionPolicies() []*admissionregistrationv1.MutatingAdmissionPolicy
+	MutatingAdmissionPolicyBindings() []*admissionregistrationv1.MutatingAdmissionPolicyBinding
 	// Namespace returns a namespace by name (nil when it does not exist).
 	Namespace(ctx context.Context, name string) *corev1.Namespace
 }
@@ -34,6 +36,7 @@ type InformerSource struct {
 	client                  kubernetes.Interface
 	factory                 informers.SharedInformerFactory
 	mwc, vwc, vap, vapb, ns cache.SharedIndexInformer
+	map_, mapb              cache.SharedIndexInformer
 }
 
 var _ Source = (*InformerSource)(nil)
@@ -53,6 +56,8 @@ func NewInformerSource(cfg *rest.Config) (*InformerSource, error) {
 		vwc:     ar.ValidatingWebhookConfigurations().Informer(),
 		vap:     ar.ValidatingAdmissionPolicies().Informer(),
 		vapb:    ar.ValidatingAdmissionPolicyBindings().Informer(),
+		map_:    ar.MutatingAdmissionPolicies().Informer(),
+		mapb:    ar.MutatingAdmissionPolicyBindings().Informer(),
 		ns:      f.Core().V1().Namespaces().Informer(),
 	}, nil
 }
@@ -101,6 +106,16 @@ func (s *InformerSource) ValidatingAdmissionPolicies() []*admissionregistrationv
 // ValidatingAdmissionPolicyBindings implements Source.
 func (s *InformerSource) ValidatingAdmissionPolicyBindings() []*admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	return sorted[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](s.vapb.GetStore().List())
+}
+
+// MutatingAdmissionPolicies implements Source.
+func (s *InformerSource) MutatingAdmissionPolicies() []*admissionregistrationv1.MutatingAdmissionPolicy {
+	return sorted[*admissionregistrationv1.MutatingAdmissionPolicy](s.map_.GetStore().List())
+}
+
+// MutatingAdmissionPolicyBindings implements Source.
+func (s *InformerSource) MutatingAdmissionPolicyBindings() []*admissionregistrationv1.MutatingAdmissionPolicyBinding {
+	return sorted[*admissionregistrationv1.MutatingAdmissionPolicyBinding](s.mapb.GetStore().List())
 }
 
 // Namespace implements Source. A namespace created a moment ago may not have reached the

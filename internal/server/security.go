@@ -106,6 +106,7 @@ func (s *Server) newSecurity() (*security, error) {
 	if err != nil {
 		return nil, err
 	}
+	mutatingPolicies := admission.NewMutatingPolicies(admission.PolicyOptions{Source: sec.source, Params: paramGetter{s}})
 	// Built-in plugins first, as kube-apiserver orders them; ResourceQuota last, after the
 	// validating webhooks (internal/admission/builtin).
 	served := func(gvr schema.GroupVersionResource) bool { _, ok := s.Registry.Lookup(gvr); return ok }
@@ -113,7 +114,7 @@ func (s *Server) newSecurity() (*security, error) {
 		return nil, err
 	}
 	sec.admission = &admission.Chain{
-		Mutating:   []admission.Mutator{sec.builtin, webhooks},
+		Mutating:   []admission.Mutator{sec.builtin, mutatingPolicies, webhooks},
 		Validating: []admission.Validator{sec.builtin, policies, webhooks, sec.builtin.Quota()},
 	}
 	return sec, nil

@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 
 	"kubeos.dev/kube/internal/admission"
 	"kubeos.dev/kube/internal/apiserver/request"
@@ -31,9 +32,16 @@ func (c *call) attributes(op admission.Operation, obj, old *unstructured.Unstruc
 	return &admission.Attributes{
 		Operation: op, Kind: c.kind.GVK(), Resource: c.kind.GVR(), Subresource: c.info.Subresource,
 		Namespace: ns, Name: name, Object: obj, OldObject: old, User: u, DryRun: dryRun,
-		Namespaced: c.kind.Namespaced,
+		Namespaced: c.kind.Namespaced, TypeConverter: c.typeConverter,
 	}
 }
+
+// typeConverter is the kind's structured-merge-diff type converter, built once per Kind.
+func (c *call) typeConverter() managedfields.TypeConverter {
+	return c.kind.Derived(typeConverterKey{}, func() any { return typeConverterFor(c.h.reg, c.kind) }).(managedfields.TypeConverter)
+}
+
+type typeConverterKey struct{}
 
 // admit runs mutating admission on obj (which it may change).
 func (c *call) admit(op admission.Operation, obj, old *unstructured.Unstructured, dryRun bool) error {

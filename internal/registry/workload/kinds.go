@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"fmt"
 	"reflect"
 	"strconv"
 
@@ -10,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicy"
+	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicybinding"
+	"k8s.io/kubernetes/pkg/registry/admissionregistration/resolver"
 	"k8s.io/kubernetes/pkg/registry/apps/controllerrevision"
 	"k8s.io/kubernetes/pkg/registry/apps/daemonset"
 	"k8s.io/kubernetes/pkg/registry/apps/deployment"
@@ -201,6 +205,15 @@ func defs() []def {
 		{group: "resource.k8s.io", version: "v1", kind: "DeviceTaintRule", resource: "devicetaintrules", singular: "devicetaintrule",
 			strategy: devicetaintrule.Strategy, status: devicetaintrule.StatusStrategy},
 
+		// admissionregistration.k8s.io/v1 MutatingAdmissionPolicy and its binding (applied by
+		// internal/admission's MutatingPolicies). Without an authorizer upstream's strategies do
+		// not check the creator's access to the paramKind, as Kube's ValidatingAdmissionPolicy
+		// does not.
+		{group: "admissionregistration.k8s.io", version: "v1", kind: "MutatingAdmissionPolicy", resource: "mutatingadmissionpolicies", singular: "mutatingadmissionpolicy",
+			categories: []string{"api-extensions"}, strategy: mutatingadmissionpolicy.NewStrategy(nil, noResolver)},
+		{group: "admissionregistration.k8s.io", version: "v1", kind: "MutatingAdmissionPolicyBinding", resource: "mutatingadmissionpolicybindings", singular: "mutatingadmissionpolicybinding",
+			categories: []string{"api-extensions"}, strategy: mutatingadmissionpolicybinding.NewStrategy(nil, nil, noResolver)},
+
 		// storagemigration.k8s.io/v1 (kube-controller-manager's storage version migrator)
 		{group: "storagemigration.k8s.io", version: "v1", kind: "StorageVersionMigration", resource: "storageversionmigrations", singular: "storageversionmigration",
 			strategy: storagemigration.Strategy, status: storagemigration.StatusStrategy},
@@ -227,6 +240,12 @@ func defs() []def {
 var podCertificateRequests = podcertificaterequest.NewStrategy()
 
 // claimStrategy checks adminAccess against namespaces' labels through namespaces.
+// noResolver stands in for upstream's discovery resolver of paramKinds, which only its
+// (here absent) authorization of the paramKind uses.
+var noResolver = resolver.ResourceResolverFunc(func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+	return schema.GroupVersionResource{}, fmt.Errorf("paramKind %s is not resolved", gvk)
+})
+
 var claimStrategy = resourceclaim.NewStrategy(namespaces, nil)
 
 // Kinds returns a fresh definition of every workload kind.

@@ -10,6 +10,7 @@ import (
 
 	// Every group this package serves, registered in legacyscheme with its internal types,
 	// conversions and defaults.
+	_ "k8s.io/kubernetes/pkg/apis/admissionregistration/install"
 	_ "k8s.io/kubernetes/pkg/apis/apps/install"
 	_ "k8s.io/kubernetes/pkg/apis/autoscaling/install"
 	_ "k8s.io/kubernetes/pkg/apis/batch/install"
