@@ -19,9 +19,9 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 )
 
 // MutatingPolicies applies MutatingAdmissionPolicies (admissionregistration.k8s.io/v1)

@@ -50,7 +50,9 @@ func createMutating(t *testing.T, pol *admissionregistrationv1.MutatingAdmission
 	if _, err := ar.MutatingAdmissionPolicies().Create(ctx, pol, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = ar.MutatingAdmissionPolicies().Delete(context.Background(), pol.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = ar.MutatingAdmissionPolicies().Delete(context.Background(), pol.Name, metav1.DeleteOptions{})
+	})
 	b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: pol.Name + "-binding"},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: pol.Name, ParamRef: ref,
