@@ -49,6 +49,7 @@ func registerAlert(e *lifecycle.Engine, o Options) error {
 	if err != nil {
 		return err
 	}
+	go ensureDefaultAlerts(o)
 	return RegisterData(e, o, lifecycle.KindOptions[*v1alpha1.Alert]{Kind: "Alert", New: func() *v1alpha1.Alert { return &v1alpha1.Alert{} },
 		Driver: &alertDriver{rt: rt, o: o}, MaxConcurrentReconciles: 4, PeriodicRequeue: iv})
 }
@@ -347,7 +348,7 @@ func (e *alertEvents) Notify(ctx context.Context, n alerting.Notification) error
 	}
 	ts := metav1.NewTime(n.Now)
 	ev := &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{GenerateName: e.ref.Name + ".", Namespace: e.ref.Namespace},
+		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", e.ref.Name, n.Now.UnixNano()), Namespace: e.ref.Namespace}, // as client-go's recorder names them
 		InvolvedObject: e.ref, Reason: reason, Message: msg, Type: typ, Count: 1,
 		FirstTimestamp: ts, LastTimestamp: ts, Source: corev1.EventSource{Component: "kube-alerting"},
 		ReportingController: "kubeos.dev/alerting", Action: "Notify",
@@ -390,6 +391,32 @@ func DefaultAlerts() []*v1alpha1.Alert {
 
 // LabelDefaultAlert marks the Alerts Kube created from DefaultAlerts.
 const LabelDefaultAlert = "kubeos.dev/default-alert"
+
+// defaultAlertsDeadline bounds how long a starting server tries to create the default Alerts.
+const defaultAlertsDeadline = 5 * time.Minute
+
+// ensureDefaultAlerts creates the default Alerts once the API serves them (the client is the
+// server's loopback, not up yet when the kinds are registered), retrying for a bounded time.
+// Every server does it; creating what exists is a no-op.
+func ensureDefaultAlerts(o Options) {
+	if o.Client == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), defaultAlertsDeadline)
+	defer cancel()
+	for delay := 200 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+		err := EnsureDefaultAlerts(ctx, o.Client)
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			o.Log.Warn("default alerts not created", "err", err)
+			return
+		case <-time.After(delay):
+		}
+	}
+}
 
 // EnsureDefaultAlerts creates the default Alerts that do not exist.
 func EnsureDefaultAlerts(ctx context.Context, c client.Client) error {
