@@ -1,20 +1,24 @@
 // Command scheduler measures Kube's in-process scheduler beside kube-scheduler v1.37.2 on
 // the same Kube server build, and compares their placements.
 //
-//	go run ./bench/scheduler -kube ./kube -peer /work/peers-bin/kube-scheduler bench -shape basic -nodes 5000 -pods 10000
+//	go run ./bench/scheduler -kube ./kube -peer /work/peers-bin/kube-scheduler bench -shape basic   # also spread, antiaffinity
 //	go run ./bench/scheduler -kube ./kube -peer /work/peers-bin/kube-scheduler compare
 //
-// bench: for each scheduler, a fresh `kube server --scheduler=false` gets the nodes (Node
-// objects: capacity and Ready status, no agents) and the pods (scheduler_perf's
-// pod-default: pause, 100m CPU / 500Mi), all pending; then the scheduler starts — Kube's by
-// restarting the server with the scheduler on, the peer as its own process — and the run
-// ends when every pod is bound. Reported: pods/s from the first to the last binding, and CPU
-// seconds per pod: the peer's process; for Kube, the server's CPU in its run minus the
-// server's CPU in the peer's run (the API work — binds, events, watches — is the same in both).
+// bench: one `kube server --scheduler=false` gets scheduler_perf's nodes (Node objects:
+// capacity and Ready status, no agents) and initial pods (created bound); then for each
+// scheduler in turn, its measured pods are created in a namespace of its own, all pending,
+// and the scheduler starts as its own process — kube-scheduler, or this program's `sched`
+// command running internal/scheduler — until every measured pod is bound. Reported: pods/s
+// from the first to the last binding, and both processes' CPU seconds (/proc) over that
+// window (antiaffinity: a fresh server per scheduler, as the first run's pods would repel
+// the second's).
+//
+// sched: runs internal/scheduler against -kubeconfig until SIGTERM (used by bench).
 //
 // compare: two servers, one scheduling with Kube's scheduler, one with kube-scheduler; the
 // same 50 nodes and the same pods (node selector, affinity, taints, host ports, zone
-// spread, anti-affinity, requests that fit some nodes, preemption) on both; prints every
+// spread, anti-affinity, requests that fit some nodes, preemption, a WaitForFirstConsumer
+// volume, preemption with a PodDisruptionBudget) on both; prints every
 // pod's node (or unschedulable message) side by side and exits 1 on a difference.
 package main
 
