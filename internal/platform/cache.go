@@ -153,6 +153,7 @@ func (d *cacheDriver) ensure(ctx context.Context, c *v1alpha1.Cache, reason stri
 	if created && provisionedBefore {
 		reason = "Recreated"
 		msg = fmt.Sprintf("ACL user %s was missing on server %s (removed outside Kube); re-created", t.user.Name, t.entry.Name)
+		d.o.Events.Warning(c, "Recreated", "Observe", msg)
 		d.o.Log.Info("drift repaired", "kind", "Cache", "namespace", c.Namespace, "name", c.Name, "user", t.user.Name)
 	}
 	return lifecycle.Outcome{Reason: reason, Message: msg, RequeueAfter: t.next}, nil

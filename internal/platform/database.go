@@ -226,6 +226,7 @@ func (d *databaseDriver) ensure(ctx context.Context, db *v1alpha1.Database, reas
 	if len(created) > 0 && provisionedBefore {
 		reason = "Recreated"
 		msg = fmt.Sprintf("%s was missing on server %s (removed outside Kube); re-created", strings.Join(created, " and "), t.entry.Name)
+		d.o.Events.Warning(db, "Recreated", "Observe", msg)
 		d.o.Log.Info("drift repaired", "kind", "Database", "namespace", db.Namespace, "name", db.Name, "recreated", created)
 	}
 	return lifecycle.Outcome{Reason: reason, Message: msg, RequeueAfter: t.next}, nil

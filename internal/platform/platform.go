@@ -44,6 +44,8 @@ type Options struct {
 	Bus eventbus.Bus
 	// Log is the drivers' logger (default: discard).
 	Log *slog.Logger
+	// Events records drivers' Kubernetes Events (drift repaired); may be nil.
+	Events *Events
 }
 
 // KindTuning overrides a kind's pipeline settings.

@@ -52,6 +52,9 @@ type LifecycleOptions struct {
 	// DeletionTimeouts overrides, per platform kind ("Tenant", "Certificate", ...), how long
 	// a deletion may take before the object is marked Stalled (default 10m).
 	DeletionTimeouts map[string]time.Duration
+	// DriftCheckPeriod is how often Active data objects (Database, Cache, Topic, Bucket) are
+	// observed for drift (default platform.DataPeriod).
+	DriftCheckPeriod time.Duration
 }
 
 func (o *LifecycleOptions) complete() {
@@ -73,6 +76,9 @@ func (o *LifecycleOptions) validate() error {
 	default:
 		return fmt.Errorf("--event-bus %q: want memory or redis", o.EventBus)
 	}
+	if o.DriftCheckPeriod < 0 {
+		return fmt.Errorf("drift check period %s is negative", o.DriftCheckPeriod)
+	}
 	for kind, d := range o.DeletionTimeouts {
 		if !slices.Contains(platform.Kinds, kind) {
 			return fmt.Errorf("deletion timeout for %q: not a platform kind (want one of %s)", kind, strings.Join(platform.Kinds, ", "))
@@ -92,6 +98,7 @@ type lifecycleState struct {
 	admission *platform.Admission
 	authz     *platform.Authorizer
 	servers   *servers.Registry
+	events    *platform.Events
 	scheme    *runtime.Scheme
 	cfg       *rest.Config
 	// tracking is closed once the CRDs are served and the graph is tracked: the engine's
@@ -137,12 +144,20 @@ func (s *Server) newLifecycle(inner platformAuthorizer) (*lifecycleState, error)
 	for kind, d := range o.DeletionTimeouts {
 		kinds[kind] = platform.KindTuning{DeletionTimeout: d}
 	}
+	if o.DriftCheckPeriod > 0 {
+		for _, kind := range []string{"Database", "Cache", "Topic", "Bucket"} {
+			t := kinds[kind]
+			t.PeriodicRequeue = o.DriftCheckPeriod
+			kinds[kind] = t
+		}
+	}
 	registry := servers.NewRegistry(direct) // the informer cache once synced (startLifecycle)
+	events := &platform.Events{}            // the controllers' recorder once they run
 	if err := platform.Register(engine, platform.Options{Client: direct, CA: s.pki.CA, CAKey: s.pki.CAKey, Counter: counter, Kinds: kinds,
-		Servers: registry, Gatherer: s.metrics, Bus: bus, Log: s.opts.Log.With("component", "platform")}); err != nil {
+		Servers: registry, Gatherer: s.metrics, Bus: bus, Log: s.opts.Log.With("component", "platform"), Events: events}); err != nil {
 		return nil, err
 	}
-	return &lifecycleState{bus: bus, engine: engine, scheme: scheme, cfg: cfg, servers: registry,
+	return &lifecycleState{bus: bus, engine: engine, scheme: scheme, cfg: cfg, servers: registry, events: events,
 		admission: &platform.Admission{Engine: engine, Counter: counter},
 		authz:     &platform.Authorizer{Inner: inner}, tracking: make(chan struct{})}, nil
 }
@@ -334,6 +349,7 @@ func (c *lifecycleController) Start(ctx context.Context) error {
 	if err == nil {
 		defer rec.Stop()
 		lc.engine.SetEvents(rec)
+		lc.events.Set(rec)
 	}
 	if err := lc.engine.SetupWithManager(mgr); err != nil {
 		return err

@@ -318,7 +318,7 @@ func (s *Server) Ensure(ctx context.Context, sp Spec) (created []string, err err
 	if err != nil {
 		return nil, err
 	}
-	attrs := fmt.Sprintf("LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT %d PASSWORD %s",
+	attrs := fmt.Sprintf("LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE INHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT %d PASSWORD %s",
 		sp.ConnectionLimit, literal(verifier))
 	if !exists {
 		// Role and its owner comment in one transaction: a crash leaves neither.
