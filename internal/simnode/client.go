@@ -45,12 +45,3 @@ func nodeConfig(cfg *rest.Config) *rest.Config {
 	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return impersonating{rt} })
 	return c
 }
-
-// protobufConfig is cfg speaking protobuf (requests and answers; patches stay JSON):
-// decoding a watch event or a patch's answer in protobuf costs a fraction of JSON's.
-func protobufConfig(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.ContentType = "application/vnd.kubernetes.protobuf"
-	c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	return c
-}

@@ -38,5 +38,7 @@
 // renewal and status report: no goroutine or timer per node or pod) drained by one loop
 // into a bounded pool of workers behind a token bucket; zero-delay stages coalesce into one
 // status patch. A write's response is taken in at once, so the next stage does not wait
-// for the watch, and watch events older than it are ignored.
+// for the watch, and watch events older than it are ignored. Requests and answers are
+// JSON: Kube's server keeps objects as JSON and answers protobuf only by converting each
+// object (a watch event per watcher) — a protobuf client would cost it more, not less.
 package simnode

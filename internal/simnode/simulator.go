@@ -125,7 +125,6 @@ func New(cfg *rest.Config, o Options, log *slog.Logger) (*Simulator, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cfg = protobufConfig(cfg)
 	read, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
+var useProtobuf bool
+
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: simload create|wait|sample [flags]")
@@ -47,6 +49,7 @@ func main() {
 	pid := fs.Int("pid", 0, "process to sample")
 	dur := fs.Duration("duration", time.Minute, "sampling time")
 	every := fs.Duration("interval", 10*time.Second, "sampling interval")
+	fs.BoolVar(&useProtobuf, "protobuf", false, "speak protobuf to the server")
 	fs.Parse(os.Args[2:])
 	var err error
 	switch os.Args[1] {
@@ -74,15 +77,18 @@ func main() {
 }
 
 // clients is a clientset of its own connection (a Proxy func keeps client-go from sharing
-// the cached transport), protobuf, no client-side rate limit.
+// the cached transport), no client-side rate limit; JSON, which Kube's server answers
+// without converting (-protobuf to ask for protobuf).
 func clients(kubeconfig string) *kubernetes.Clientset {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		panic(err)
 	}
 	cfg.QPS, cfg.Burst = -1, 0
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	if useProtobuf {
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	}
 	cfg.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
 	return kubernetes.NewForConfigOrDie(cfg)
 }
