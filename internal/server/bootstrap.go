@@ -115,6 +115,10 @@ func (s *Server) startControllers(ctx context.Context, wg *sync.WaitGroup) error
 	if err := s.startElectedControllers(ctx, wg); err != nil {
 		return err
 	}
+	// API priority and fairness's bootstrap configuration (flowcontrol.go), on every server.
+	if err := s.startFlowControlConfiguration(ctx, wg); err != nil {
+		return err
+	}
 	// The in-process node agent (`kube server --agent`, agent.go) runs on every server.
 	if err := s.startAgent(ctx, wg); err != nil {
 		return err

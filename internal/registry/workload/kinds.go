@@ -36,6 +36,8 @@ import (
 	"k8s.io/kubernetes/pkg/registry/core/resourcequota"
 	"k8s.io/kubernetes/pkg/registry/core/service"
 	"k8s.io/kubernetes/pkg/registry/discovery/endpointslice"
+	"k8s.io/kubernetes/pkg/registry/flowcontrol/flowschema"
+	"k8s.io/kubernetes/pkg/registry/flowcontrol/prioritylevelconfiguration"
 	"k8s.io/kubernetes/pkg/registry/networking/ingress"
 	"k8s.io/kubernetes/pkg/registry/networking/ingressclass"
 	"k8s.io/kubernetes/pkg/registry/networking/ipaddress"
@@ -213,6 +215,13 @@ func defs() []def {
 			categories: []string{"api-extensions"}, strategy: mutatingadmissionpolicy.NewStrategy(nil, noResolver)},
 		{group: "admissionregistration.k8s.io", version: "v1", kind: "MutatingAdmissionPolicyBinding", resource: "mutatingadmissionpolicybindings", singular: "mutatingadmissionpolicybinding",
 			categories: []string{"api-extensions"}, strategy: mutatingadmissionpolicybinding.NewStrategy(nil, nil, noResolver)},
+
+		// flowcontrol.apiserver.k8s.io/v1 (API priority and fairness configuration; the
+		// mandatory and suggested objects are kept by internal/server's flowcontrol.go)
+		{group: "flowcontrol.apiserver.k8s.io", version: "v1", kind: "FlowSchema", resource: "flowschemas", singular: "flowschema",
+			strategy: flowschema.Strategy, status: flowschema.StatusStrategy},
+		{group: "flowcontrol.apiserver.k8s.io", version: "v1", kind: "PriorityLevelConfiguration", resource: "prioritylevelconfigurations", singular: "prioritylevelconfiguration",
+			strategy: prioritylevelconfiguration.Strategy, status: prioritylevelconfiguration.StatusStrategy},
 
 		// storagemigration.k8s.io/v1 (kube-controller-manager's storage version migrator)
 		{group: "storagemigration.k8s.io", version: "v1", kind: "StorageVersionMigration", resource: "storageversionmigrations", singular: "storageversionmigration",

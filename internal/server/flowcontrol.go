@@ -1,0 +1,71 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	flowcontrolbootstrap "k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	flowcontrolclient "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
+	flowcontrollisters "k8s.io/client-go/listers/flowcontrol/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/pkg/registry/flowcontrol/ensurer"
+)
+
+// startFlowControlConfiguration keeps API priority and fairness's bootstrap configuration
+// (flowcontrol.apiserver.k8s.io/v1) as every kube-apiserver does after it starts: the
+// mandatory FlowSchemas and PriorityLevelConfigurations (exempt, catch-all) are always
+// restored to upstream's spec, the suggested ones (system, leader-election, workload-high,
+// global-default, …) are created when missing and kept unless a user took them over
+// (annotation apf.kubernetes.io/autoupdate-spec: "false"), and bootstrap objects upstream no
+// longer ships are removed. It runs every minute on every server, with upstream's ensurer.
+func (s *Server) startFlowControlConfiguration(ctx context.Context, wg *sync.WaitGroup) error {
+	cs := s.apiserverClient
+	f := informers.NewSharedInformerFactory(cs, 0)
+	fc := f.Flowcontrol().V1()
+	fsLister, plcLister := fc.FlowSchemas().Lister(), fc.PriorityLevelConfigurations().Lister()
+	synced := []cache.InformerSynced{fc.FlowSchemas().Informer().HasSynced, fc.PriorityLevelConfigurations().Informer().HasSynced}
+	log := s.opts.Log.With("component", "flowcontrol-bootstrap")
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+			return
+		}
+		client := cs.FlowcontrolV1()
+		wait.UntilWithContext(ctx, func(ctx context.Context) {
+			// Retry each second until one pass succeeds, then once a minute.
+			_ = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+				if err := ensureFlowControl(ctx, client, fsLister, plcLister); err != nil {
+					if ctx.Err() == nil {
+						log.Warn("API priority and fairness bootstrap configuration, will retry", "err", err)
+					}
+					return false, nil
+				}
+				return true, nil
+			})
+		}, time.Minute)
+	}()
+	return nil
+}
+
+func ensureFlowControl(ctx context.Context, c flowcontrolclient.FlowcontrolV1Interface, fsLister flowcontrollisters.FlowSchemaLister, plcLister flowcontrollisters.PriorityLevelConfigurationLister) error {
+	plcOps := ensurer.NewPriorityLevelConfigurationOps(c.PriorityLevelConfigurations(), plcLister)
+	fsOps := ensurer.NewFlowSchemaOps(c.FlowSchemas(), fsLister)
+	// Suggested first, then mandatory, then the removal of dangling bootstrap objects, as
+	// upstream orders them.
+	return errors.Join(
+		ensurer.EnsureConfigurations(ctx, plcOps, flowcontrolbootstrap.SuggestedPriorityLevelConfigurations, ensurer.NewSuggestedEnsureStrategy[*flowcontrolv1.PriorityLevelConfiguration]()),
+		ensurer.EnsureConfigurations(ctx, fsOps, flowcontrolbootstrap.SuggestedFlowSchemas, ensurer.NewSuggestedEnsureStrategy[*flowcontrolv1.FlowSchema]()),
+		ensurer.EnsureConfigurations(ctx, plcOps, flowcontrolbootstrap.MandatoryPriorityLevelConfigurations, ensurer.NewMandatoryEnsureStrategy[*flowcontrolv1.PriorityLevelConfiguration]()),
+		ensurer.EnsureConfigurations(ctx, fsOps, flowcontrolbootstrap.MandatoryFlowSchemas, ensurer.NewMandatoryEnsureStrategy[*flowcontrolv1.FlowSchema]()),
+		ensurer.RemoveUnwantedObjects(ctx, fsOps, append(append([]*flowcontrolv1.FlowSchema{}, flowcontrolbootstrap.MandatoryFlowSchemas...), flowcontrolbootstrap.SuggestedFlowSchemas...)),
+		ensurer.RemoveUnwantedObjects(ctx, plcOps, append(append([]*flowcontrolv1.PriorityLevelConfiguration{}, flowcontrolbootstrap.MandatoryPriorityLevelConfigurations...), flowcontrolbootstrap.SuggestedPriorityLevelConfigurations...)),
+	)
+}
