@@ -49,6 +49,8 @@ func adminExec(t *testing.T, sql string) {
 func TestDatabase(t *testing.T) {
 	apply(t, aliceKubeconfig, database(acmeNS, "orders", "extensions: [pg_trgm], schemas: [app], connectionLimit: 10"))
 	apply(t, bobKubeconfig, database(globexNS, "ledger", ""))
+	apply(t, aliceKubeconfig, database(acmeNS, "stock", ""))
+	waitFor(t, aliceKubeconfig, 60*time.Second, "{.status.phase}", "Active", "database", "stock", "-n", acmeNS)
 	waitFor(t, aliceKubeconfig, 60*time.Second, "{.status.phase}", "Active", "database", "orders", "-n", acmeNS)
 	waitFor(t, bobKubeconfig, 60*time.Second, "{.status.phase}", "Active", "database", "ledger", "-n", globexNS)
 	orders := secretData(t, acmeNS, "orders-database")
@@ -89,7 +91,7 @@ func TestDatabase(t *testing.T) {
 			t.Fatalf("globex's role on acme's database: %q", out)
 		}
 		// Two objects of the same tenant are as separate.
-		if out, err := psql(withDB(t, orders["uri"], "acme_named"), "SELECT 1"); err == nil {
+		if out, err := psql(withDB(t, orders["uri"], "acme_dev_stock"), "SELECT 1"); err == nil || !strings.Contains(out, "permission denied for database") {
 			t.Fatalf("a role connected to another Database of its tenant without a grant: %q", out)
 		}
 	})
