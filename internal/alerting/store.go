@@ -25,8 +25,11 @@ type Store struct {
 	retention time.Duration
 	maxSeries int
 
-	mu      sync.RWMutex
-	series  map[uint64]*memSeries
+	mu     sync.RWMutex
+	series map[uint64]*memSeries
+	// byName indexes series by metric name: a selector names its metric, and a scan of one
+	// name's series is what keeps 1,000 rules cheap.
+	byName  map[string]map[uint64]*memSeries
 	refused int
 }
 
@@ -58,7 +61,7 @@ func NewStore(retention time.Duration, maxSeries int) *Store {
 	if maxSeries <= 0 {
 		maxSeries = 100000
 	}
-	return &Store{retention: retention, maxSeries: maxSeries, series: map[uint64]*memSeries{}}
+	return &Store{retention: retention, maxSeries: maxSeries, series: map[uint64]*memSeries{}, byName: map[string]map[uint64]*memSeries{}}
 }
 
 // Append adds one scrape at t: a sample per series in batch; a series absent from batch that
@@ -80,6 +83,11 @@ func (s *Store) Append(t time.Time, batch []Sample) {
 			}
 			ms = &memSeries{lset: smp.Labels}
 			s.series[h] = ms
+			name := smp.Labels.Get(labels.MetricName)
+			if s.byName[name] == nil {
+				s.byName[name] = map[uint64]*memSeries{}
+			}
+			s.byName[name][h] = ms
 		}
 		ms.add(ts, smp.Value)
 		ms.stale = false
@@ -95,6 +103,11 @@ func (s *Store) Append(t time.Time, batch []Sample) {
 		}
 		if len(ms.samples) == 0 {
 			delete(s.series, h)
+			name := ms.lset.Get(labels.MetricName)
+			delete(s.byName[name], h)
+			if len(s.byName[name]) == 0 {
+				delete(s.byName, name)
+			}
 		}
 	}
 }
@@ -133,7 +146,7 @@ func (q *querier) Select(_ context.Context, sortSeries bool, hints *storage.Sele
 	}
 	q.s.mu.RLock()
 	var out []storage.Series
-	for _, ser := range q.s.series {
+	for _, ser := range q.s.candidates(ms) {
 		if !matches(ser.lset, ms) {
 			continue
 		}
@@ -180,6 +193,17 @@ func (q *querier) LabelNames(_ context.Context, _ *storage.LabelHints, ms ...*la
 }
 
 func (q *querier) Close() error { return nil }
+
+// candidates are the series a selector may match: those of its metric name when it names
+// one (caller holds s.mu).
+func (s *Store) candidates(ms []*labels.Matcher) map[uint64]*memSeries {
+	for _, m := range ms {
+		if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+			return s.byName[m.Value]
+		}
+	}
+	return s.series
+}
 
 func matches(lset labels.Labels, ms []*labels.Matcher) bool {
 	for _, m := range ms {
