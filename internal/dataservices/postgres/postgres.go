@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -70,8 +69,6 @@ type State struct {
 type Server struct {
 	url  string
 	pool *pgxpool.Pool
-	mu   sync.Mutex
-	dbs  map[string]*pgxpool.Pool
 }
 
 // Open connects to the server's admin URL (postgres://admin:pw@host:port/postgres).
@@ -85,18 +82,11 @@ func Open(ctx context.Context, adminURL string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	return &Server{url: adminURL, pool: pool, dbs: map[string]*pgxpool.Pool{}}, nil
+	return &Server{url: adminURL, pool: pool}, nil
 }
 
-// Close closes the pools.
-func (s *Server) Close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range s.dbs {
-		p.Close()
-	}
-	s.pool.Close()
-}
+// Close closes the pool.
+func (s *Server) Close() { s.pool.Close() }
 
 // Ping checks the server answers.
 func (s *Server) Ping(ctx context.Context) error {
@@ -106,38 +96,20 @@ func (s *Server) Ping(ctx context.Context) error {
 	return nil
 }
 
-// db is a pool connected to database name as the admin.
-func (s *Server) db(ctx context.Context, name string) (*pgxpool.Pool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, ok := s.dbs[name]; ok {
-		return p, nil
-	}
-	u, err := url.Parse(s.url)
+// withDB runs f on a connection to database name as the admin, closed afterwards (a
+// server with thousands of databases must not keep a pool per database).
+func (s *Server) withDB(ctx context.Context, name string, f func(c *pgx.Conn) error) error {
+	cfg, err := pgx.ParseConfig(s.url)
 	if err != nil {
-		return nil, errors.New("postgres: the server's admin url does not parse")
+		return errors.New("postgres: the server's admin url does not parse")
 	}
-	u.Path = "/" + name
-	cfg, err := pgxpool.ParseConfig(u.String())
+	cfg.Database = name
+	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, errors.New("postgres: the server's admin url does not parse")
+		return fmt.Errorf("postgres: database %s: %w", name, err)
 	}
-	cfg.MaxConns = 2
-	p, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: database %s: %w", name, err)
-	}
-	s.dbs[name] = p
-	return p, nil
-}
-
-func (s *Server) dropDB(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, ok := s.dbs[name]; ok {
-		p.Close()
-		delete(s.dbs, name)
-	}
+	defer c.Close(context.WithoutCancel(ctx))
+	return f(c)
 }
 
 func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
@@ -236,15 +208,17 @@ func (s *Server) Observe(ctx context.Context, sp Spec) (State, error) {
 		return st, fmt.Errorf("postgres: size of database %s: %w", sp.Database, err)
 	}
 	if len(sp.Extensions) > 0 || len(sp.Schemas) > 0 {
-		db, err := s.db(ctx, sp.Database)
+		err := s.withDB(ctx, sp.Database, func(db *pgx.Conn) error {
+			if err := db.QueryRow(ctx, `SELECT COALESCE(array_agg(extname::text), '{}') FROM pg_extension WHERE extname = ANY($1)`, sp.Extensions).Scan(&st.Extensions); err != nil {
+				return fmt.Errorf("postgres: extensions of database %s: %w", sp.Database, err)
+			}
+			if err := db.QueryRow(ctx, `SELECT COALESCE(array_agg(nspname::text), '{}') FROM pg_namespace WHERE nspname = ANY($1)`, sp.Schemas).Scan(&st.Schemas); err != nil {
+				return fmt.Errorf("postgres: schemas of database %s: %w", sp.Database, err)
+			}
+			return nil
+		})
 		if err != nil {
 			return st, err
-		}
-		if err := db.QueryRow(ctx, `SELECT COALESCE(array_agg(extname::text), '{}') FROM pg_extension WHERE extname = ANY($1)`, sp.Extensions).Scan(&st.Extensions); err != nil {
-			return st, fmt.Errorf("postgres: extensions of database %s: %w", sp.Database, err)
-		}
-		if err := db.QueryRow(ctx, `SELECT COALESCE(array_agg(nspname::text), '{}') FROM pg_namespace WHERE nspname = ANY($1)`, sp.Schemas).Scan(&st.Schemas); err != nil {
-			return st, fmt.Errorf("postgres: schemas of database %s: %w", sp.Database, err)
 		}
 	}
 	return st, nil
@@ -365,10 +339,17 @@ func (s *Server) Ensure(ctx context.Context, sp Spec) (created []string, err err
 // ensureInside does what needs a connection to the database itself: extensions, schemas,
 // grants (and revokes of grantees no longer listed).
 func (s *Server) ensureInside(ctx context.Context, sp Spec) error {
-	db, err := s.db(ctx, sp.Database)
+	st, err := s.Observe(ctx, Spec{Database: sp.Database, Role: sp.Role, Owner: sp.Owner})
 	if err != nil {
 		return err
 	}
+	if len(sp.Extensions) == 0 && len(sp.Schemas) == 0 && len(sp.Grants) == 0 && len(st.Grantees) == 0 {
+		return nil // nothing to do inside: no connection to the database
+	}
+	return s.withDB(ctx, sp.Database, func(db *pgx.Conn) error { return s.inside(ctx, db, sp, st) })
+}
+
+func (s *Server) inside(ctx context.Context, db *pgx.Conn, sp Spec, st State) error {
 	for _, e := range sp.Extensions {
 		if _, err := db.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS "+ident(e)); err != nil {
 			return fmt.Errorf("postgres: extension %s in %s: %w", e, sp.Database, err)
@@ -380,10 +361,6 @@ func (s *Server) ensureInside(ctx context.Context, sp Spec) error {
 		}
 	}
 	schemas := append([]string{"public"}, sp.Schemas...)
-	st, err := s.Observe(ctx, Spec{Database: sp.Database, Role: sp.Role, Owner: sp.Owner})
-	if err != nil {
-		return err
-	}
 	want := map[string]bool{}
 	for _, g := range sp.Grants {
 		want[g.Role] = true
@@ -401,7 +378,7 @@ func (s *Server) ensureInside(ctx context.Context, sp Spec) error {
 	return nil
 }
 
-func (s *Server) grant(ctx context.Context, db *pgxpool.Pool, sp Spec, schemas []string, g Grant) error {
+func (s *Server) grant(ctx context.Context, db *pgx.Conn, sp Spec, schemas []string, g Grant) error {
 	to := ident(g.Role)
 	dbPrivs := databaseLevel(g.Privileges)
 	stmts := []string{
@@ -441,7 +418,7 @@ func (s *Server) grant(ctx context.Context, db *pgxpool.Pool, sp Spec, schemas [
 	return nil
 }
 
-func (s *Server) revokeAll(ctx context.Context, db *pgxpool.Pool, sp Spec, schemas []string, who string) error {
+func (s *Server) revokeAll(ctx context.Context, db *pgx.Conn, sp Spec, schemas []string, who string) error {
 	if _, err := s.pool.Exec(ctx, "REVOKE ALL ON DATABASE "+ident(sp.Database)+" FROM "+ident(who)); err != nil {
 		return fmt.Errorf("postgres: revoke on database %s from %s: %w", sp.Database, who, err)
 	}
@@ -507,7 +484,6 @@ func (s *Server) Drop(ctx context.Context, sp Spec) error {
 		}
 	}
 	if dbExists && owner == sp.Role {
-		s.dropDB(sp.Database)
 		if _, err := s.pool.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(sp.Database)+" WITH (FORCE)"); err != nil {
 			return fmt.Errorf("postgres: drop database %s: %w", sp.Database, err)
 		}
@@ -527,12 +503,14 @@ func (s *Server) Drop(ctx context.Context, sp Spec) error {
 	}
 	slices.Sort(dbs)
 	for _, name := range slices.Compact(dbs) {
-		db, err := s.db(ctx, name)
+		err := s.withDB(ctx, name, func(db *pgx.Conn) error {
+			if _, err := db.Exec(ctx, "DROP OWNED BY "+ident(sp.Role)); err != nil {
+				return fmt.Errorf("postgres: drop what %s holds in %s: %w", sp.Role, name, err)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
-		}
-		if _, err := db.Exec(ctx, "DROP OWNED BY "+ident(sp.Role)); err != nil {
-			return fmt.Errorf("postgres: drop what %s holds in %s: %w", sp.Role, name, err)
 		}
 		if _, err := s.pool.Exec(ctx, "REVOKE ALL ON DATABASE "+ident(name)+" FROM "+ident(sp.Role)); err != nil {
 			return fmt.Errorf("postgres: revoke on %s from %s: %w", name, sp.Role, err)
@@ -588,7 +566,6 @@ func (s *Server) DropDatabase(ctx context.Context, sp Spec) error {
 	if err != nil || !exists || owner != sp.Role {
 		return err
 	}
-	s.dropDB(sp.Database)
 	if _, err := s.pool.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(sp.Database)+" WITH (FORCE)"); err != nil {
 		return fmt.Errorf("postgres: drop database %s: %w", sp.Database, err)
 	}
