@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"slices"
 	"strings"
@@ -310,4 +311,13 @@ func deref(o *lifecycle.Outcome) lifecycle.Outcome {
 		return lifecycle.Outcome{}
 	}
 	return *o
+}
+
+// NewDatabaseDriver is the Database driver alone (benchmarks that run it under their own
+// controller); o.Client and o.Servers are required.
+func NewDatabaseDriver(o Options) lifecycle.Driver[*v1alpha1.Database] {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return &databaseDriver{o: o, pools: &postgres.Pools{}}
 }
