@@ -115,11 +115,7 @@ func (a *Admission) checkDependsOn(ctx context.Context, info AdmissionInfo, spec
 		p := field.NewPath("spec", "dependsOn").Index(i)
 		kind, _ := m["kind"].(string)
 		ns, _ := m["namespace"].(string)
-		known := slices.Contains(Kinds, kind)
-		if a.Engine != nil && a.Engine.NewObject(kind) == nil && !known {
-			known = false
-		}
-		if !known {
+		if !slices.Contains(Kinds, kind) {
 			errs = append(errs, field.NotSupported(p.Child("kind"), kind, Kinds))
 			continue
 		}
