@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kubeos.dev/kube/internal/alerting"
+	"kubeos.dev/kube/internal/dataservices/servers"
 	"kubeos.dev/kube/internal/platform/v1alpha1"
 	"kubeos.dev/kube/pkg/lifecycle"
 )
@@ -264,13 +265,33 @@ func (d *alertDriver) serverURL(ctx context.Context, a *v1alpha1.Alert, kind, na
 
 // validateAlert is the Alert's admission check: the expression parses (the parser's message
 // in the 422), durations are durations, receivers name one kind each.
-func validateAlert(_ context.Context, obj, _ *unstructured.Unstructured) field.ErrorList {
+func validateAlert(ctx context.Context, obj, _ *unstructured.Unstructured) field.ErrorList {
 	var a v1alpha1.Alert
 	spec := field.NewPath("spec")
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &a); err != nil {
 		return field.ErrorList{field.Invalid(spec, nil, err.Error())}
 	}
-	return alertSpecErrors(&a.Spec, spec)
+	errs := alertSpecErrors(&a.Spec, spec)
+	// spec.server is checked for every kind by checkKind; the receivers' Alertmanager
+	// entries here: a tenant may name only the entries open to it.
+	info := AdmissionContext(ctx)
+	for i, r := range a.Spec.Receivers {
+		if r.Alertmanager == nil || info.Reader == nil {
+			continue
+		}
+		p := spec.Child("receivers").Index(i).Child("alertmanager", "server")
+		if _, err := servers.Resolve(ctx, info.Reader, servers.Alertmanager, r.Alertmanager.Server, info.Tenant); err != nil {
+			switch {
+			case servers.IsNotAllowed(err):
+				errs = append(errs, field.Forbidden(p, err.Error()))
+			case servers.IsNotFound(err):
+				errs = append(errs, field.NotFound(p, r.Alertmanager.Server))
+			default:
+				errs = append(errs, field.InternalError(p, err))
+			}
+		}
+	}
+	return errs
 }
 
 func alertSpecErrors(s *v1alpha1.AlertSpec, p *field.Path) field.ErrorList {

@@ -5,14 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"kubeos.dev/kube/internal/alerting"
+	"kubeos.dev/kube/internal/dataservices/servers"
 	"kubeos.dev/kube/internal/pki"
 	"kubeos.dev/kube/internal/platform"
 	"kubeos.dev/kube/internal/server/servertest"
@@ -288,6 +295,93 @@ spec: {dnsNames: [probe.example]}
 			}
 		}
 	})
+
+	t.Run("over a registered Prometheus, notifying a registered Alertmanager, tenants limited", func(t *testing.T) {
+		ctx := context.Background()
+		reg := prometheus.NewRegistry()
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "alert_test_broken", Help: "moved by the test"})
+		reg.MustRegister(g)
+		target := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		defer target.Close()
+		relay := &alertHook{}
+		hook := httptest.NewServer(relay)
+		defer hook.Close()
+		dir := t.TempDir()
+		promPort, amPort := alertFreePort(t), alertFreePort(t)
+		alertWrite(t, filepath.Join(dir, "prometheus.yml"), fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs:\n- job_name: test\n  static_configs: [{targets: [%q]}]\n",
+			target.Listener.Addr().String()))
+		alertWrite(t, filepath.Join(dir, "alertmanager.yml"), fmt.Sprintf("route: {receiver: hook, group_by: [alertname], group_wait: 1s, group_interval: 1s, repeat_interval: 1h}\n"+
+			"receivers:\n- name: hook\n  webhook_configs: [{url: %q, send_resolved: true}]\n", hook.URL+"/am"))
+		alertStart(t, "prometheus", "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+			fmt.Sprintf("--web.listen-address=127.0.0.1:%d", promPort))
+		alertStart(t, "prometheus-alertmanager", "--config.file="+filepath.Join(dir, "alertmanager.yml"), "--storage.path="+filepath.Join(dir, "am"),
+			fmt.Sprintf("--web.listen-address=127.0.0.1:%d", amPort), "--cluster.listen-address=")
+		for name, kind := range map[string]string{"alert-test-prometheus": servers.Prometheus, "alert-test-alertmanager": servers.Alertmanager} {
+			port := promPort
+			if kind == servers.Alertmanager {
+				port = amPort
+			}
+			sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: servers.Namespace, Name: name, Labels: map[string]string{servers.LabelKind: kind},
+				Annotations: map[string]string{servers.AnnotationTenants: "alerting"}}, Type: servers.SecretType,
+				Data: map[string][]byte{servers.KeyURL: []byte(fmt.Sprintf("http://127.0.0.1:%d", port))}}
+			if _, err := cs.CoreV1().Secrets(servers.Namespace).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			defer cs.CoreV1().Secrets(servers.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		manifest := func(ns string) string {
+			return fmt.Sprintf(`apiVersion: kubeos.dev/v1alpha1
+kind: Alert
+metadata: {name: prom-broken, namespace: %s}
+spec:
+  server: alert-test-prometheus
+  expr: 'alert_test_broken{job="test"} > 0'
+  receivers: [{alertmanager: {server: alert-test-alertmanager}}]
+`, ns)
+		}
+		// Another tenant may name neither entry.
+		must(admin(`apiVersion: kubeos.dev/v1alpha1
+kind: Tenant
+metadata: {name: alerting-other}
+spec: {environments: [dev]}
+`, "apply", "-f", "-"))
+		servertest.Eventually(t, 30*time.Second, 200*time.Millisecond, func() error {
+			_, err := cs.CoreV1().Namespaces().Get(ctx, "alerting-other-dev", metav1.GetOptions{})
+			return err
+		})
+		if _, err := admin(manifest("alerting-other-dev"), "apply", "-f", "-"); err == nil || !strings.Contains(err.Error(), "alert-test-prometheus") {
+			t.Fatalf("another tenant's Alert on the entry: %v", err)
+		}
+		other := strings.Replace(manifest("alerting-other-dev"), "  server: alert-test-prometheus\n", "", 1)
+		if _, err := admin(other, "apply", "-f", "-"); err == nil || !strings.Contains(err.Error(), "spec.receivers[0].alertmanager.server") {
+			t.Fatalf("another tenant's Alert notifying the entry: %v", err)
+		}
+
+		g.Set(1)
+		must(func() (string, error) {
+			out, stderr, err := alice(manifest(ns), "apply", "-f", "-")
+			if err != nil {
+				return out, fmt.Errorf("%v: %s", err, stderr)
+			}
+			return out, nil
+		}())
+		servertest.Eventually(t, 90*time.Second, 250*time.Millisecond, func() error {
+			out, err := admin("", "get", "alert.kubeos.dev", "prom-broken", "-n", ns, "-o", "jsonpath={.status.state}/{.status.lastError}")
+			if err != nil || out != "firing/" {
+				return fmt.Errorf("state/lastError %q %v", out, err)
+			}
+			return nil
+		})
+		var m alerting.WebhookMessage
+		var err error
+		servertest.Eventually(t, 60*time.Second, 200*time.Millisecond, func() error { m, err = relay.last("firing"); return err })
+		if m.Version != "4" || len(m.Alerts) != 1 || m.Alerts[0].Labels["alertname"] != "prom-broken" || m.Alerts[0].Labels["job"] != "test" {
+			t.Fatalf("Alertmanager relayed %+v", m)
+		}
+		g.Set(0)
+		servertest.Eventually(t, 90*time.Second, 200*time.Millisecond, func() error { _, err := relay.last("resolved"); return err })
+		must(admin("", "delete", "alert.kubeos.dev", "prom-broken", "-n", ns))
+	})
 }
 
 // alertServer is the package's server (main_test.go).
@@ -322,4 +416,61 @@ func hasPositive(text, prefix string) bool {
 		}
 	}
 	return false
+}
+
+func alertFreePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func alertWrite(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// alertStart runs a Debian-packaged server (prometheus, prometheus-alertmanager) until the
+// test ends and waits until it is ready.
+func alertStart(t *testing.T, bin string, args ...string) {
+	t.Helper()
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		t.Fatalf("%s is not installed (Debian package %s): %v", bin, bin, err)
+	}
+	var out servertest.Buffer
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s log:\n%s", bin, out.String())
+		}
+	})
+	var addr string
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--web.listen-address="); ok {
+			addr = v
+		}
+	}
+	servertest.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
+		resp, err := http.Get("http://" + addr + "/-/ready")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("%s: %s", bin, resp.Status)
+		}
+		return nil
+	})
 }
