@@ -224,3 +224,51 @@ func TestMutatingAdmissionPolicyFailures(t *testing.T) {
 		t.Fatalf("kubectl get mutatingadmissionpolicies: %v\n%s%s", err, out, stderr)
 	}
 }
+
+// TestMutatingAdmissionPolicyReinvocation: policies run before the mutating webhooks; one
+// with reinvocationPolicy IfNeeded runs again after a webhook changed the object (it sees
+// the webhook's label), one with Never does not.
+func TestMutatingAdmissionPolicyReinvocation(t *testing.T) {
+	ctx := context.Background()
+	ns := "map-reinvoke"
+	testNamespace(t, ns)
+	mut := startWebhook(t, false)
+	_, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "map-label-adder"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: "label.kube.test", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr(mut.URL + "/mutate"), CABundle: webhookCA.certPEM},
+			Rules: hookRules(), NamespaceSelector: nsSelector(ns), FailurePolicy: ptr(admissionregistrationv1.Fail),
+			SideEffects: ptr(admissionregistrationv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"},
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), "map-label-adder", metav1.DeleteOptions{})
+	})
+	saw := func(key string) string {
+		return `Object{metadata: Object.metadata{annotations: {"` + key + `": (has(object.metadata.labels) && "admitted-by" in object.metadata.labels) ? "yes" : "no"}}}`
+	}
+	again := mutatingPolicy("saw-hook-again", []string{"configmaps"}, "", applyConfig(saw("again")))
+	again.Spec.ReinvocationPolicy = admissionregistrationv1.IfNeededReinvocationPolicy
+	createMutating(t, again, ns, nil)
+	createMutating(t, mutatingPolicy("saw-hook-once", []string{"configmaps"}, "", applyConfig(saw("once"))), ns, nil)
+	n := 0
+	var got *corev1.ConfigMap
+	eventually(t, "policies and webhook in force", func() error {
+		n++
+		c, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r-%d", n)}}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		got = c
+		if c.Labels["admitted-by"] == "" || c.Annotations["again"] == "" || c.Annotations["once"] == "" {
+			return fmt.Errorf("not all in force: labels %v annotations %v", c.Labels, c.Annotations)
+		}
+		return nil
+	})
+	if got.Annotations["again"] != "yes" || got.Annotations["once"] != "no" {
+		t.Fatalf("annotations %v: want again=yes (reinvoked after the webhook), once=no (ran before it)", got.Annotations)
+	}
+}
