@@ -215,7 +215,9 @@ func (d *bucketDriver) Provision(ctx context.Context, b *v1alpha1.Bucket) (lifec
 		return lifecycle.Outcome{}, err
 	}
 	if recreated {
-		return lifecycle.Outcome{Reason: "BucketRecreated", Message: "bucket " + st.name + " was missing on " + st.entry.Name + " and was created again, empty"}, nil
+		out := lifecycle.Outcome{Reason: "BucketRecreated", Message: "bucket " + st.name + " was missing on " + st.entry.Name + " and was created again, empty"}
+		d.o.Events.Warning(b, out.Reason, "Observe", out.Message)
+		return out, nil
 	}
 	return lifecycle.Outcome{Reason: "BucketCreated", Message: "bucket " + st.name + " on " + st.entry.Name}, nil
 }

@@ -260,6 +260,7 @@ func (d *topicDriver) Provision(ctx context.Context, t *v1alpha1.Topic) (lifecyc
 	out := lifecycle.Outcome{Reason: "StreamCreated", Message: "stream " + st.spec.Name + " on " + st.entry.Name}
 	if recreated {
 		out = lifecycle.Outcome{Reason: "StreamRecreated", Message: "stream " + st.spec.Name + " was missing on " + st.entry.Name + " and was created again (its messages are lost)"}
+		d.o.Events.Warning(t, out.Reason, "Observe", out.Message)
 	}
 	if rf := t.Spec.RestoreFrom; rf != nil && !recreated {
 		n, err := d.restore(ctx, st, t, rf)

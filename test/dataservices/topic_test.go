@@ -180,6 +180,13 @@ func TestTopic(t *testing.T) {
 			}
 			return nil
 		})
+		eventually(t, 30*time.Second, func() error {
+			out, _, _ := kubectl(t, aliceKubeconfig, "", "get", "events", "-n", acmeNS, "--field-selector", "involvedObject.name=events", "-o", "jsonpath={.items[*].reason}")
+			if !strings.Contains(out, "StreamRecreated") {
+				return fmt.Errorf("events: %q", out)
+			}
+			return nil
+		})
 	})
 }
 
