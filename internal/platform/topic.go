@@ -359,3 +359,8 @@ func (d *topicDriver) Deprovision(ctx context.Context, t *v1alpha1.Topic) (lifec
 	}
 	return lifecycle.Outcome{Reason: "StreamRetained", Message: "stream " + st.spec.Name + " kept; its user is removed"}, nil
 }
+
+// NewTopicDriver is the Topic driver on its own (benchmarks run it under a bare reconciler).
+func NewTopicDriver(o Options) lifecycle.Driver[*v1alpha1.Topic] {
+	return &topicDriver{o: o, pool: &natsPool{clients: map[string]*nats.Client{}}}
+}
