@@ -2,8 +2,10 @@ package platform
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/labels"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"kubeos.dev/kube/internal/alerting"
 	"kubeos.dev/kube/internal/platform/v1alpha1"
 	"kubeos.dev/kube/pkg/eventbus"
 	"kubeos.dev/kube/pkg/lifecycle"
@@ -101,5 +104,48 @@ func TestDefaultAlerts(t *testing.T) {
 		if a.Namespace != "kube-system" || a.Labels[LabelDefaultAlert] != "true" {
 			t.Errorf("%s: namespace %s labels %v", a.Name, a.Namespace, a.Labels)
 		}
+	}
+}
+
+// TestAlertRuntimeTerm: the evaluator runs while rules are renewed and stops, dropping them,
+// once no reconcile has renewed them for alertLeaseRounds intervals (leadership lost).
+func TestAlertRuntimeTerm(t *testing.T) {
+	rt, err := newAlertRuntime(Options{Now: time.Now, Log: slog.New(slog.DiscardHandler)}, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.set(alerting.Rule{Key: "ns/a", Name: "a", Expr: "vector(1)"})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, ok := rt.ev.Status("ns/a")
+		if ok && st.State == alerting.StateFiring {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rule not evaluated: %+v", st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for {
+		rt.mu.Lock()
+		running := rt.running
+		rt.mu.Unlock()
+		if !running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the evaluator kept running without renewals")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, ok := rt.ev.Status("ns/a"); ok {
+		t.Fatal("an expired rule is still held")
+	}
+	rt.set(alerting.Rule{Key: "ns/b", Name: "b", Expr: "vector(1)"}) // a new term
+	rt.Stop()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.running {
+		t.Fatal("Stop left the evaluator running")
 	}
 }
