@@ -127,6 +127,10 @@ func newServerCommand(out, errOut io.Writer) *cobra.Command {
 	addDataServicesFlags(f, &o.DataServicesOptions)
 	// --- Services (internal/servicealloc) ---
 	f.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", servicealloc.DefaultServiceClusterIPRange, "CIDR Service cluster IPs are allocated from, or an IPv4 and an IPv6 CIDR (comma-separated) for dual-stack; its first address is the kubernetes Service's")
+	f.IntVar(&o.MaxRequestsInFlight, "max-requests-inflight", 400, "non-mutating requests in flight at once; with API priority and fairness, this plus --max-mutating-requests-inflight is the server's total concurrency")
+	f.IntVar(&o.MaxMutatingRequestsInFlight, "max-mutating-requests-inflight", 200, "mutating requests in flight at once (see --max-requests-inflight)")
+	f.Var(invertedBool{&o.DisablePriorityAndFairness}, "enable-priority-and-fairness", "classify and queue requests by FlowSchemas and PriorityLevelConfigurations (API priority and fairness) instead of the two in-flight limits")
+	f.Lookup("enable-priority-and-fairness").NoOptDefVal = "true"
 	f.StringVar(&o.ServiceNodePortRange, "service-node-port-range", servicealloc.DefaultServiceNodePortRange, "port range (inclusive) NodePort and LoadBalancer Services get node ports from")
 	// --- end Services ---
 	f.StringSliceVar(&o.KubeletPreferredAddressTypes, "kubelet-preferred-address-types", []string{"InternalIP", "ExternalIP", "Hostname"}, "node address types tried, in order, to reach node agents (logs, exec, port-forward, proxy); kubeadm's order")

@@ -14,6 +14,8 @@ import (
 	flowcontrollisters "k8s.io/client-go/listers/flowcontrol/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/registry/flowcontrol/ensurer"
+
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 )
 
 // startFlowControlConfiguration keeps API priority and fairness's bootstrap configuration
@@ -23,8 +25,20 @@ import (
 // global-default, …) are created when missing and kept unless a user took them over
 // (annotation apf.kubernetes.io/autoupdate-spec: "false"), and bootstrap objects upstream no
 // longer ships are removed. It runs every minute on every server, with upstream's ensurer.
+// It also runs API priority and fairness's controller when it is on.
 func (s *Server) startFlowControlConfiguration(ctx context.Context, wg *sync.WaitGroup) error {
 	cs := s.apiserverClient
+	if s.flowControl != nil {
+		s.flowControlInformers.Start(ctx.Done())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer s.flowControlInformers.Shutdown()
+			if err := s.flowControl.Run(ctx.Done()); err != nil && ctx.Err() == nil {
+				s.opts.Log.Error("API priority and fairness stopped", "err", err)
+			}
+		}()
+	}
 	f := informers.NewSharedInformerFactory(cs, 0)
 	fc := f.Flowcontrol().V1()
 	fsLister, plcLister := fc.FlowSchemas().Lister(), fc.PriorityLevelConfigurations().Lister()
@@ -68,4 +82,18 @@ func ensureFlowControl(ctx context.Context, c flowcontrolclient.FlowcontrolV1Int
 		ensurer.RemoveUnwantedObjects(ctx, fsOps, append(append([]*flowcontrolv1.FlowSchema{}, flowcontrolbootstrap.MandatoryFlowSchemas...), flowcontrolbootstrap.SuggestedFlowSchemas...)),
 		ensurer.RemoveUnwantedObjects(ctx, plcOps, append(append([]*flowcontrolv1.PriorityLevelConfiguration{}, flowcontrolbootstrap.MandatoryPriorityLevelConfigurations...), flowcontrolbootstrap.SuggestedPriorityLevelConfigurations...)),
 	)
+}
+
+// newFlowControl builds API priority and fairness (upstream's controller, fed by informers
+// on the server's own loopback client, started by startFlowControlConfiguration): the
+// server's concurrency is --max-requests-inflight plus --max-mutating-requests-inflight, as
+// upstream divides it among the priority levels. Until its informers sync it classifies
+// with upstream's mandatory configuration (exempt, catch-all).
+func (s *Server) newFlowControl() {
+	o := s.opts
+	if o.DisablePriorityAndFairness {
+		return
+	}
+	s.flowControlInformers = informers.NewSharedInformerFactory(s.apiserverClient, 0)
+	s.flowControl = utilflowcontrol.New(s.flowControlInformers, s.apiserverClient.FlowcontrolV1(), o.MaxRequestsInFlight+o.MaxMutatingRequestsInFlight)
 }

@@ -80,6 +80,14 @@ type Options struct {
 	// ServiceNodePortRange is --service-node-port-range. Default 30000-32767.
 	ServiceNodePortRange string
 	// --- end Services ---
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight are --max-requests-inflight and
+	// --max-mutating-requests-inflight (defaults 400 and 200): with API priority and fairness
+	// their sum is the server's concurrency shared among the priority levels, as upstream
+	// interprets them; without it, the two separate limits.
+	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+	// DisablePriorityAndFairness is --enable-priority-and-fairness=false: the two in-flight
+	// limits instead of API priority and fairness.
+	DisablePriorityAndFairness bool
 	// SchedulerOptions: the in-process scheduler (scheduler.go, internal/scheduler).
 	SchedulerOptions
 	// SimNodeOptions: simulated nodes (simnodes.go, internal/simnode).
@@ -132,6 +140,12 @@ func (o *Options) Complete() {
 		o.ServiceNodePortRange = servicealloc.DefaultServiceNodePortRange
 	}
 	// --- end Services ---
+	if o.MaxRequestsInFlight == 0 {
+		o.MaxRequestsInFlight = 400
+	}
+	if o.MaxMutatingRequestsInFlight == 0 {
+		o.MaxMutatingRequestsInFlight = 200
+	}
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
@@ -144,6 +158,9 @@ func (o *Options) Complete() {
 func (o *Options) Validate() error {
 	if net.ParseIP(o.BindAddress) == nil {
 		return fmt.Errorf("--bind-address %q is not an IP address", o.BindAddress)
+	}
+	if o.MaxRequestsInFlight < 0 || o.MaxMutatingRequestsInFlight < 0 {
+		return errors.New("--max-requests-inflight and --max-mutating-requests-inflight must not be negative")
 	}
 	if o.SecurePort < 0 || o.SecurePort > 65535 {
 		return fmt.Errorf("--secure-port %d is out of range", o.SecurePort)

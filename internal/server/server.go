@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -45,12 +46,16 @@ import (
 // Server is a prepared Kube server: etcd is up, the PKI and kubeconfig exist and the port
 // is bound. Run serves.
 type Server struct {
-	opts     Options
-	member   *etcd.Member
-	client   *clientv3.Client
-	pki      *pki.PKI
-	listener net.Listener
-	metrics  *prometheus.Registry
+	opts Options
+	// flowControl is API priority and fairness (flowcontrol.go), nil when disabled;
+	// flowControlInformers feed it.
+	flowControl          filters.FlowControl
+	flowControlInformers informers.SharedInformerFactory
+	member               *etcd.Member
+	client               *clientv3.Client
+	pki                  *pki.PKI
+	listener             net.Listener
+	metrics              *prometheus.Registry
 
 	// Registry is the type registry the API serves.
 	Registry *registry.Registry
@@ -306,7 +311,10 @@ func (s *Server) Run(ctx context.Context) error {
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		restapi.WriteStatus(w, notFound(r.URL.Path))
 	}))
+	s.newFlowControl()
 	handler := filters.Chain(mux, filters.Options{
+		MaxMutatingInFlight: o.MaxMutatingRequestsInFlight, MaxReadOnlyInFlight: o.MaxRequestsInFlight,
+		FlowControl:    s.flowControl,
 		Authenticators: s.auth.authenticators(s),
 		Authorizer:     s.lifecycle.authz,
 		Metrics:        m,

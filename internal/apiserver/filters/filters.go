@@ -38,6 +38,9 @@ type Options struct {
 	Log                                      *slog.Logger
 	// Audit, when set, logs requests as its policy says (see withAudit).
 	Audit *audit.Log
+	// FlowControl, when set, is API priority and fairness in place of the two in-flight
+	// limits (see withPriorityAndFairness).
+	FlowControl FlowControl
 }
 
 // Metrics are the request metrics on /metrics.
@@ -72,7 +75,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // Chain wraps h in every filter, outermost first: recovery, request info, metrics,
-// authentication, audit, impersonation, authorization, in-flight limits, body limit.
+// authentication, audit, impersonation, priority and fairness, authorization (or, without
+// priority and fairness, authorization then the in-flight limits), body limit.
 func Chain(h http.Handler, o Options) http.Handler {
 	if o.MaxMutatingInFlight == 0 {
 		o.MaxMutatingInFlight = 200
@@ -84,9 +88,18 @@ func Chain(h http.Handler, o Options) http.Handler {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	h = withBodyLimit(h)
-	h = withInFlightLimit(h, o)
+	if o.FlowControl == nil {
+		h = withInFlightLimit(h, o)
+	}
 	if o.Authorizer != nil {
 		h = withAuthorization(h, o.Authorizer)
+	}
+	// Priority and fairness classifies the impersonated user, before authorization, as
+	// kube-apiserver orders them.
+	if o.FlowControl != nil {
+		h = withPriorityAndFairness(h, o.FlowControl, o)
+	}
+	if o.Authorizer != nil {
 		h = withImpersonation(h, o.Authorizer)
 	}
 	if o.Audit != nil {
