@@ -93,6 +93,7 @@ func bench(dir string, args []string) error {
 	only := fs.String("only", "", "run only kube or peer")
 	shared := fs.Bool("shared", true, "one server for both schedulers, one after the other, each with its own namespace of measured pods (not for antiaffinity: the first run's pods would repel the second's)")
 	profile := fs.String("cpuprofile", "", "kube's run: write its scheduler's CPU profile here")
+	port := fs.Int("port", 16443, "the servers' ports: this one and the next")
 	_ = fs.Parse(args)
 	sh, ok := shapes[*name]
 	if !ok {
@@ -121,7 +122,7 @@ func bench(dir string, args []string) error {
 				s.proc.stop()
 			}
 			var err error
-			if s, err = setup(filepath.Join(dir, who), 16443+i, sh); err != nil {
+			if s, err = setup(filepath.Join(dir, who), *port+i, sh); err != nil {
 				return fmt.Errorf("%s: %w", who, err)
 			}
 		}
