@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -87,17 +88,28 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 	// Warn: the request passes with a Warning header.
 	cfg, _ := srv.Config()
 	hc, _ := restHTTPClient(cfg)
-	body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"warned"},"data":{"a":"1","b":"2","c":"3"}}`
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/namespaces/vap-warn/configmaps", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated || !strings.Contains(strings.Join(resp.Header.Values("Warning"), "\n"), "Validation failed for ValidatingAdmissionPolicy 'no-big-data' with binding 'no-big-data-warn': configmap warned has 3 keys") {
-		t.Fatalf("warn: %d %v", resp.StatusCode, resp.Header.Values("Warning"))
-	}
+	// Each binding reaches admission through the informer on its own: retry until the Warn
+	// binding is in force too, with a fresh name each time.
+	n := 0
+	eventually(t, "warn binding in force", func() error {
+		n++
+		name := fmt.Sprintf("warned-%d", n)
+		body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `"},"data":{"a":"1","b":"2","c":"3"}}`
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/namespaces/vap-warn/configmaps", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("warn: %d %v", resp.StatusCode, resp.Header.Values("Warning"))
+		}
+		if w := strings.Join(resp.Header.Values("Warning"), "\n"); !strings.Contains(w, "Validation failed for ValidatingAdmissionPolicy 'no-big-data' with binding 'no-big-data-warn': configmap "+name+" has 3 keys") {
+			return fmt.Errorf("no warning yet: %q", w)
+		}
+		return nil
+	})
 	// Audit: the denied request's event carries the validation failure.
 	eventually(t, "validation_failure annotation", func() error {
 		for _, ev := range eventsFor(auditEvents(t), "create", "configmaps", "vap", "big") {
