@@ -12,10 +12,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -83,8 +86,34 @@ func TestServerListensOnlyOnItsPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ports) != 1 || ports[0] != port {
-		t.Errorf("kube server listens on TCP ports %v, want only its secure port %d", ports, port)
+	// Besides its secure port the server listens only for its embedded NATS JetStream (on
+	// by default, registered as the nats-embedded server entry), on loopback, and that port
+	// refuses a client without the admin's credentials.
+	entry, err := cs.CoreV1().Secrets("kube-system").Get(ctx, "nats-embedded", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	natsURL, err := url.Parse(string(entry.Data["url"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	natsPort, _ := strconv.Atoi(natsURL.Port())
+	want := []int{port, natsPort}
+	slices.Sort(want)
+	slices.Sort(ports)
+	if !slices.Equal(ports, want) || natsURL.Hostname() != "127.0.0.1" {
+		t.Errorf("kube server listens on TCP ports %v, want only its secure port %d and its embedded NATS %s", ports, port, natsURL.Host)
+	}
+	conn, err := net.DialTimeout("tcp", natsURL.Host, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = conn.Write([]byte("CONNECT {\"verbose\":false}\r\nPING\r\n"))
+	reply, _ := io.ReadAll(conn)
+	conn.Close()
+	if !strings.Contains(string(reply), "Authorization Violation") {
+		t.Errorf("embedded NATS answered a client without credentials: %q", reply)
 	}
 
 	etcdDir := filepath.Join(data, "etcd")
