@@ -31,7 +31,9 @@ import (
 // validation and status, and the server keeps upstream's mandatory and suggested
 // bootstrap objects (a suggested one's spec is restored).
 func TestFlowControlConfiguration(t *testing.T) {
-	ctx := ctxT(t)
+	// The ensurer runs once a minute, as upstream's: the restore below may take that long.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	fc := clientset(t).FlowcontrolV1()
 	servertest.Eventually(t, 30*time.Second, 200*time.Millisecond, func() error {
 		for _, name := range []string{"exempt", "catch-all", "system", "leader-election", "workload-high", "global-default"} {
