@@ -3,8 +3,8 @@ package audit
 import (
 	"encoding/json"
 
-	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
 // Redacted replaces secret values in the log.
