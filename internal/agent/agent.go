@@ -64,6 +64,15 @@ type Options struct {
 	MaxPods int
 	// SystemReserved and KubeReserved are taken off capacity for allocatable.
 	SystemReserved, KubeReserved corev1.ResourceList
+	// ServiceCIDR is the Service cluster IP range (default 10.96.0.0/12, the server's
+	// --service-cluster-ip-range): it gets an unreachable route on the node, and the cluster
+	// DNS address defaults to its tenth address.
+	ServiceCIDR string
+	// Services, DNS and NetworkPolicy configure the node's Service proxy, its cluster DNS
+	// and NetworkPolicy enforcement (net_services.go, net_dns.go, net_netpol.go).
+	Services      ServicesOptions
+	DNS           DNSOptions
+	NetworkPolicy NetworkPolicyOptions
 	// Log receives the agent's messages.
 	Log *slog.Logger
 }
@@ -92,6 +101,9 @@ func (o *Options) Defaults() {
 	if o.MaxPods == 0 {
 		o.MaxPods = 110
 	}
+	if o.ServiceCIDR == "" {
+		o.ServiceCIDR = "10.96.0.0/12"
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -106,7 +118,7 @@ func (o *Options) Validate() error {
 	if o.Config == nil {
 		errs = append(errs, errors.New("agent: an API client configuration (--kubeconfig) is required"))
 	}
-	for flag, c := range map[string]string{"--pod-cidr": o.PodCIDR, "--cluster-cidr": o.ClusterCIDR} {
+	for flag, c := range map[string]string{"--pod-cidr": o.PodCIDR, "--cluster-cidr": o.ClusterCIDR, "--service-cidr": o.ServiceCIDR} {
 		if c != "" {
 			if _, err := netip.ParsePrefix(c); err != nil {
 				errs = append(errs, fmt.Errorf("agent: %s: %w", flag, err))
@@ -232,7 +244,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.port = srv.Port()
 	a.log.Info("agent API listening", "port", a.port)
-	errc := make(chan error, 2)
+	errc := make(chan error, 5)
+	a.startNetworking(ctx, &wg, errc)
 	wg.Add(4)
 	go func() { defer wg.Done(); errc <- srv.Serve(ctx) }()
 	go func() { defer wg.Done(); a.reportStatus(ctx) }()

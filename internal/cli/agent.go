@@ -116,6 +116,10 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 	f.StringVar(&o.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain")
 	f.StringVar(&o.ResolvConf, "resolv-conf", "/etc/resolv.conf", "resolv.conf of dnsPolicy Default pods")
 	f.IntVar(&o.MaxPods, "max-pods", 110, "pods capacity of the node")
+	f.StringVar(&o.ServiceCIDR, "service-cidr", "10.96.0.0/12", "the Service cluster IP range (the server's --service-cluster-ip-range), routed 'unreachable' on the node")
+	addAgentServicesFlags(f, "", &o.Services)
+	addAgentDNSFlags(f, "", &o.DNS)
+	addAgentNetworkPolicyFlags(f, "", &o.NetworkPolicy)
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

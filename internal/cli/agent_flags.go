@@ -20,4 +20,7 @@ func addAgentServerFlags(f *pflag.FlagSet, o *server.AgentOptions) {
 	f.StringVar(&o.AgentImageDir, "agent-image-dir", "", "directory of image archives (*.tar) the in-process agent imports at start")
 	f.StringSliceVar(&o.AgentClusterDNS, "agent-cluster-dns", nil, "cluster DNS servers for the in-process agent's ClusterFirst pods")
 	f.StringVar(&o.AgentResolvConf, "agent-resolv-conf", "/etc/resolv.conf", "resolv.conf of the in-process agent's dnsPolicy Default pods")
+	addAgentServicesFlags(f, "agent-", &o.AgentServices)
+	addAgentDNSFlags(f, "agent-", &o.AgentDNS)
+	addAgentNetworkPolicyFlags(f, "agent-", &o.AgentNetworkPolicy)
 }

@@ -32,7 +32,7 @@ func BootstrapClusterRoles() []*rbacv1.ClusterRole {
 	for _, r := range append(bootstrappolicy.ClusterRoles(), bootstrappolicy.ControllerRoles()...) {
 		out = append(out, r.DeepCopy())
 	}
-	return out
+	return append(out, nodeClusterRoles()...)
 }
 
 // BootstrapNamespaceRoles are upstream's default Roles and RoleBindings in kube-system and
@@ -58,7 +58,27 @@ func nodeClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterBinding("kube:node-bootstrapper", "system:node-bootstrapper", NodeBootstrapperGroup),
 		clusterBinding("kube:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", NodeBootstrapperGroup),
 		clusterBinding("kube:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
+		clusterBinding(NodeNetworkingRole, NodeNetworkingRole, "system:nodes"),
 	}
+}
+
+// NodeNetworkingRole is what a node agent's Service proxy, cluster DNS and NetworkPolicy
+// enforcement read (the rights upstream gives kube-proxy as system:node-proxier and a CNI
+// agent such as Calico's through its own service account): Services, Endpoints,
+// EndpointSlices, Namespaces, Pods and NetworkPolicies of the whole cluster, read-only.
+// It is bound to system:nodes, since `kube agent` plays those roles with its node identity.
+const NodeNetworkingRole = "kube:node-networking"
+
+func nodeClusterRoles() []*rbacv1.ClusterRole {
+	return []*rbacv1.ClusterRole{{
+		ObjectMeta: metav1.ObjectMeta{Name: NodeNetworkingRole, Labels: map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"},
+			Annotations: map[string]string{"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"services", "endpoints", "namespaces", "pods"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"get", "list", "watch"}},
+		},
+	}}
 }
 
 // --- end nodes and node certificates ---

@@ -4,8 +4,9 @@ import "testing"
 
 // TestNodeBootstrapPolicy: the bootstrap policy lets a bootstrap token create CSRs and
 // have node client CSRs approved, lets a node have its own renewals approved, and grants
-// nodes nothing else through RBAC (system:node is bound to no one; the Node authorizer
-// decides).
+// nodes through RBAC only the read-only networking view (kube:node-networking: Services,
+// EndpointSlices, Pods, Namespaces, NetworkPolicies) — system:node is bound to no one; the
+// Node authorizer decides the rest.
 func TestNodeBootstrapPolicy(t *testing.T) {
 	s := Build(nil, BootstrapClusterRoles(), nil, BootstrapClusterRoleBindings())
 	bootstrapper := []string{NodeBootstrapperGroup, "system:authenticated"}
@@ -25,6 +26,12 @@ func TestNodeBootstrapPolicy(t *testing.T) {
 		{"node's client CSR for another", "system:node:n1", node, "create", "certificates.k8s.io", "certificatesigningrequests", "nodeclient", false},
 		{"node reads secrets through RBAC", "system:node:n1", node, "get", "", "secrets", "", false},
 		{"node reads nodes through RBAC", "system:node:n1", node, "get", "", "nodes", "", false},
+		{"node watches endpointslices", "system:node:n1", node, "watch", "discovery.k8s.io", "endpointslices", "", true},
+		{"node lists networkpolicies", "system:node:n1", node, "list", "networking.k8s.io", "networkpolicies", "", true},
+		{"node lists all pods", "system:node:n1", node, "list", "", "pods", "", true},
+		{"node deletes pods through RBAC", "system:node:n1", node, "delete", "", "pods", "", false},
+		{"node writes services", "system:node:n1", node, "update", "", "services", "", false},
+		{"bootstrapper lists pods", "system:bootstrap:abc", bootstrapper, "list", "", "pods", "", false},
 		{"bootstrapper approves", "system:bootstrap:abc", bootstrapper, "update", "certificates.k8s.io", "certificatesigningrequests", "approval", false},
 	} {
 		a := &Attributes{User: c.user, Groups: c.groups, ResourceRequest: true, Verb: c.verb, APIGroup: c.group, Resource: c.resource, Subresource: c.sub}

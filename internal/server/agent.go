@@ -37,6 +37,11 @@ type AgentOptions struct {
 	// AgentClusterDNS and AgentResolvConf make the pods' resolv.conf.
 	AgentClusterDNS []string
 	AgentResolvConf string
+	// AgentServices, AgentDNS and AgentNetworkPolicy: its Service proxy, cluster DNS and
+	// NetworkPolicy enforcement (flags --agent-services..., internal/cli).
+	AgentServices      agent.ServicesOptions
+	AgentDNS           agent.DNSOptions
+	AgentNetworkPolicy agent.NetworkPolicyOptions
 }
 
 func (o *AgentOptions) validate() error {
@@ -78,6 +83,8 @@ func (s *Server) startAgent(ctx context.Context, wg *sync.WaitGroup) error {
 		ClusterCIDR: s.opts.ClusterCIDR, Bridge: o.AgentBridge, NodeIP: o.AgentNodeIP,
 		ContainerRuntimeEndpoint: o.AgentContainerRuntimeEndpoint, ContainerdProxy: o.AgentContainerdProxy,
 		ImageDir: o.AgentImageDir, ClusterDNS: o.AgentClusterDNS, ResolvConf: o.AgentResolvConf,
+		ServiceCIDR: strings.Split(s.opts.ServiceClusterIPRange, ",")[0],
+		Services:    o.AgentServices, DNS: o.AgentDNS, NetworkPolicy: o.AgentNetworkPolicy,
 		Log: s.opts.Log,
 	})
 	if err != nil {

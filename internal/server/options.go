@@ -101,6 +101,9 @@ type Options struct {
 	// AgentOptions: the in-process node agent, `kube server --agent` (agent.go,
 	// internal/agent).
 	AgentOptions
+	// ClusterDNSOptions: the cluster DNS Service (kube-system/kube-dns) the agents answer on
+	// (clusterdns.go).
+	ClusterDNSOptions
 	// DataServicesOptions: the embedded data servers the data kinds provision on
 	// (dataservices.go, internal/dataservices).
 	DataServicesOptions
@@ -200,6 +203,9 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if err := o.ClusterControllerOptions.validate(); err != nil {
+		return err
+	}
+	if err := o.ClusterDNSOptions.validate(); err != nil {
 		return err
 	}
 	if err := o.AgentOptions.validate(); err != nil {

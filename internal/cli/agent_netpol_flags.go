@@ -1,0 +1,13 @@
+package cli
+
+import (
+	"github.com/spf13/pflag"
+
+	"kubeos.dev/kube/internal/agent"
+)
+
+// addAgentNetworkPolicyFlags adds the flags of the agent's NetworkPolicy enforcement (nftables); prefix is
+// "agent-" for kube server's in-process agent, "" for kube agent.
+func addAgentNetworkPolicyFlags(f *pflag.FlagSet, prefix string, o *agent.NetworkPolicyOptions) {
+	f.BoolVar(&o.Enabled, prefix+"network-policy", true, "run the node's NetworkPolicy enforcement (nftables)")
+}
