@@ -16,7 +16,7 @@ import (
 
 	"kubeos.dev/kube/internal/admission"
 	"kubeos.dev/kube/internal/apiserver/request"
-	"kubeos.dev/kube/internal/platform/v1alpha1"
+	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/pkg/lifecycle"
 )
 

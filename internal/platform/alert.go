@@ -22,7 +22,7 @@ import (
 
 	"kubeos.dev/kube/internal/alerting"
 	"kubeos.dev/kube/internal/dataservices/servers"
-	"kubeos.dev/kube/internal/platform/v1alpha1"
+	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/pkg/lifecycle"
 )
 

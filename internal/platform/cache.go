@@ -11,7 +11,7 @@ import (
 	"kubeos.dev/kube/internal/dataservices/backup"
 	"kubeos.dev/kube/internal/dataservices/redisacl"
 	"kubeos.dev/kube/internal/dataservices/servers"
-	"kubeos.dev/kube/internal/platform/v1alpha1"
+	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/pkg/lifecycle"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"kubeos.dev/kube/internal/admission"
 	"kubeos.dev/kube/internal/dataservices/servers"
-	"kubeos.dev/kube/internal/platform/v1alpha1"
+	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 )
 
 // kindValidators validate creates and updates of one kubeos.dev kind (old is nil on create);

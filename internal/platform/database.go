@@ -17,7 +17,7 @@ import (
 	"kubeos.dev/kube/internal/dataservices/backup"
 	"kubeos.dev/kube/internal/dataservices/postgres"
 	"kubeos.dev/kube/internal/dataservices/servers"
-	"kubeos.dev/kube/internal/platform/v1alpha1"
+	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/pkg/lifecycle"
 )
 

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kubeos.dev/kube/internal/dataservices/servers"
-	"kubeos.dev/kube/internal/platform/v1alpha1"
+	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/pkg/eventbus"
 	"kubeos.dev/kube/pkg/lifecycle"
 )

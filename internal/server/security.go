@@ -14,7 +14,7 @@ import (
 	"kubeos.dev/kube/internal/apiserver/request"
 	"kubeos.dev/kube/internal/audit"
 	"kubeos.dev/kube/internal/encryption"
-	platformv1alpha1 "kubeos.dev/kube/internal/platform/v1alpha1"
+	platformv1alpha1 "kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/internal/storage"
 )
 

@@ -21,7 +21,7 @@ import (
 
 	"kubeos.dev/kube/internal/dataservices/servers"
 	"kubeos.dev/kube/internal/dataservices/servers/testservers"
-	"kubeos.dev/kube/internal/platform/v1alpha1"
+	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/internal/server/servertest"
 	"kubeos.dev/kube/pkg/lifecycle"
 )
