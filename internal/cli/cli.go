@@ -34,6 +34,7 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 	root.AddCommand(newEncryptionCommand(out))
 	root.AddCommand(agentCommands(out, errOut)...)
 	root.AddCommand(simCommands(out, errOut)...)
+	root.AddCommand(newCtlCommand(out, errOut))
 	return root
 }
 

@@ -302,6 +302,8 @@ func (s *Server) Run(ctx context.Context) error {
 	mux.Handle("/readyz", health.handler("readyz", true))
 	mux.Handle("/readyz/", health.handler("readyz", true))
 	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}))
+	// Operator tooling's read APIs (ops.go).
+	s.opsHandlers(mux)
 	// Profiling, as kube-apiserver's --profiling (on by default): authenticated users only.
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
