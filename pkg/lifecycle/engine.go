@@ -87,6 +87,7 @@ type Engine struct {
 
 	tracked atomic.Bool
 	events  atomic.Pointer[EventRecorder]
+	sum     *summary // operator tooling's view (summary.go)
 }
 
 // kindEntry is a registered kind, type-erased.
@@ -97,6 +98,8 @@ type kindEntry struct {
 	setup   func(mgr manager.Manager) error
 	notify  chan event.GenericEvent
 	running atomic.Bool
+	// deletionTimeout is KindOptions.DeletionTimeout (summary.go).
+	deletionTimeout time.Duration
 }
 
 // NewEngine returns an engine without kinds.
@@ -106,7 +109,7 @@ func NewEngine(opts EngineOptions) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lifecycle: metrics: %w", err)
 	}
-	return &Engine{opts: opts, graph: NewGraph(), m: m, phases: map[Ref]Phase{}, kinds: map[string]*kindEntry{}}, nil
+	return &Engine{opts: opts, graph: NewGraph(), m: m, phases: map[Ref]Phase{}, kinds: map[string]*kindEntry{}, sum: newSummary()}, nil
 }
 
 // SetEvents replaces the Kubernetes Event recorder (one per leadership term).
@@ -138,6 +141,8 @@ func Register[O Object](e *Engine, opts KindOptions[O]) error {
 		newObj: func() client.Object { return opts.New() },
 		deps:   func(o client.Object) []Ref { return opts.Dependencies(o.(O)) },
 		notify: make(chan event.GenericEvent, 4096),
+
+		deletionTimeout: opts.DeletionTimeout,
 	}
 	k.setup = func(mgr manager.Manager) error { return setupKind(e, k, mgr, opts) }
 	e.kinds[opts.Kind] = k
@@ -239,6 +244,7 @@ func (e *Engine) observe(kind string, o any) {
 	if phase == PhaseNone {
 		phase = PhasePending
 	}
+	e.sum.observe(ref, obj, phase)
 	if ts := obj.GetDeletionTimestamp(); ts != nil && containsFinalizer(obj) {
 		e.m.finalizers.set(ref, ts.Time)
 	}
@@ -269,6 +275,7 @@ func (e *Engine) forget(ref Ref) {
 		e.m.phase.WithLabelValues(ref.Kind, string(old)).Dec()
 	}
 	e.m.finalizers.clear(ref)
+	e.sum.forget(ref)
 	deps := e.graph.Dependencies(ref)
 	_ = e.graph.SetDependencies(ref, nil)
 	if len(e.graph.Dependents(ref)) == 0 {

@@ -237,6 +237,7 @@ func (p *pass[O]) finish(ctx context.Context, before O, out Outcome, action Acti
 	if len(blocking) > 0 {
 		after = append(after, 30*time.Second) // dependencies wake us; this is the safety net
 	}
+	r.e.sum.reconciled(p.ref, errors.Join(err, out.Terminal), r.e.opts.Now(), minPositive(after))
 	return reconcile.Result{RequeueAfter: minPositive(after)}, nil
 }
 
