@@ -105,7 +105,7 @@ func backupExt(kind string) string {
 	case "Cache":
 		return "redis.jsonl.gz"
 	default:
-		return "jetstream.jsonl.gz"
+		return "jetstream" // a JetStream snapshot and an export (internal/dataservices/backup)
 	}
 }
 

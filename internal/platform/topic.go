@@ -254,14 +254,7 @@ func (d *topicDriver) Provision(ctx context.Context, t *v1alpha1.Topic) (lifecyc
 		return lifecycle.Outcome{}, err
 	}
 	recreated := t.Status.Stream != ""
-	if _, err := st.c.EnsureStream(ctx, st.spec); err != nil {
-		return lifecycle.Outcome{}, err
-	}
-	out := lifecycle.Outcome{Reason: "StreamCreated", Message: "stream " + st.spec.Name + " on " + st.entry.Name}
-	if recreated {
-		out = lifecycle.Outcome{Reason: "StreamRecreated", Message: "stream " + st.spec.Name + " was missing on " + st.entry.Name + " and was created again (its messages are lost)"}
-		d.o.Events.Warning(t, out.Reason, "Observe", out.Message)
-	}
+	var out lifecycle.Outcome
 	if rf := t.Spec.RestoreFrom; rf != nil && !recreated {
 		n, err := d.restore(ctx, st, t, rf)
 		if err != nil {
@@ -269,6 +262,15 @@ func (d *topicDriver) Provision(ctx context.Context, t *v1alpha1.Topic) (lifecyc
 			return lifecycle.Outcome{}, err
 		}
 		out = lifecycle.Outcome{Reason: "StreamRestored", Message: fmt.Sprintf("stream %s restored with %d messages from backup %s", st.spec.Name, n, rf.Backup)}
+	} else {
+		if _, err := st.c.EnsureStream(ctx, st.spec); err != nil {
+			return lifecycle.Outcome{}, err
+		}
+		out = lifecycle.Outcome{Reason: "StreamCreated", Message: "stream " + st.spec.Name + " on " + st.entry.Name}
+		if recreated {
+			out = lifecycle.Outcome{Reason: "StreamRecreated", Message: "stream " + st.spec.Name + " was missing on " + st.entry.Name + " and was created again (its messages are lost)"}
+			d.o.Events.Warning(t, out.Reason, "Observe", out.Message)
+		}
 	}
 	if err := d.ensureUser(ctx, st, t); err != nil {
 		return lifecycle.Outcome{}, err
@@ -286,7 +288,10 @@ func (d *topicDriver) restore(ctx context.Context, st *topicState, t *v1alpha1.T
 	if kind != "Topic" {
 		return 0, fmt.Errorf("backup %s is of a %s, not a Topic", rf.Backup, kind)
 	}
-	return backup.RestoreStream(ctx, st.entry.URL, st.spec.Name, rc)
+	return backup.RestoreStream(ctx, st.entry.URL, st.spec.Name, rc, func(ctx context.Context) error {
+		_, err := st.c.EnsureStream(ctx, st.spec)
+		return err
+	})
 }
 
 // Update brings the stream's configuration, the user and the Secret to the spec.

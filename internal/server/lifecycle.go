@@ -34,8 +34,8 @@ import (
 	"kubeos.dev/kube/internal/controllers/recorder"
 	"kubeos.dev/kube/internal/dataservices/servers"
 	"kubeos.dev/kube/internal/platform"
-	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/internal/storage"
+	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/pkg/eventbus"
 	"kubeos.dev/kube/pkg/lifecycle"
 )

@@ -14,8 +14,8 @@ import (
 	"kubeos.dev/kube/internal/apiserver/request"
 	"kubeos.dev/kube/internal/audit"
 	"kubeos.dev/kube/internal/encryption"
-	platformv1alpha1 "kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/internal/storage"
+	platformv1alpha1 "kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 )
 
 // AdmissionAuditOptions configure admission webhooks, the audit log and encryption at rest.

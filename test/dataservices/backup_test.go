@@ -76,7 +76,7 @@ func TestBackupScheduled(t *testing.T) {
 		}
 		return nil
 	})
-	if !strings.HasPrefix(last, "acme-dev/orders-often/") || !strings.HasSuffix(last, ".jetstream.jsonl.gz") {
+	if !strings.HasPrefix(last, "acme-dev/orders-often/") || !strings.HasSuffix(last, ".jetstream") {
 		t.Errorf("archive key %q", last)
 	}
 	if h := jsonpath(t, aliceKubeconfig, "{.status.history[*].archive}", "backup", "orders-often", "-n", acmeNS); h != last {

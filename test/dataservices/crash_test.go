@@ -21,8 +21,8 @@ import (
 
 	"kubeos.dev/kube/internal/dataservices/servers"
 	"kubeos.dev/kube/internal/dataservices/servers/testservers"
-	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/pkg/lifecycle"
 )
 

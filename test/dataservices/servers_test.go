@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kubeos.dev/kube/internal/dataservices/servers"
-	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 )
 
 // Shared helpers of the package's tests (H4's and H5's too): the admin client, tenants'

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nats-io/nats.go/jetstream"
 	"log/slog"
 	"net"
 	"os"
@@ -175,7 +176,7 @@ func TestRedisRoundTrip(t *testing.T) {
 	if n, err := RestoreRedis(ctx, u, "", bytes.NewReader(archive.Bytes())); err != nil || n != 3 || c.Get(ctx, "ns.cache:a").Val() != "1" {
 		t.Errorf("restore in place = %d, %v", n, err)
 	}
-	if _, err := RestoreStream(ctx, "nats://127.0.0.1:1", "x", bytes.NewReader(archive.Bytes())); err == nil {
+	if _, err := RestoreStream(ctx, "nats://127.0.0.1:1", "x", bytes.NewReader(archive.Bytes()), func(context.Context) error { return nil }); err == nil {
 		t.Error("a Redis archive restored as a stream")
 	}
 }
@@ -208,22 +209,33 @@ func TestStreamRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A durable consumer: only the server's snapshot brings it back.
+	if _, err := js.CreateOrUpdateConsumer(ctx, "s1", jetstream.ConsumerConfig{Durable: "reader", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
 	var archive bytes.Buffer
 	n, err := DumpStream(ctx, e.URL(), "s1", &archive)
 	if err != nil || n != 50 {
 		t.Fatalf("DumpStream = %d, %v", n, err)
 	}
+	if !bytes.HasPrefix(archive.Bytes(), []byte(streamMagic)) {
+		t.Fatalf("archive starts %q", archive.Bytes()[:8])
+	}
 	if err := c.DeleteStream(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.EnsureStream(ctx, nats.StreamSpec{Name: "s1", Subjects: []string{"acme.s1.>"}}); err != nil {
-		t.Fatal(err)
+	ensure := func(name, subject string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			_, err := c.EnsureStream(ctx, nats.StreamSpec{Name: name, Subjects: []string{subject}})
+			return err
+		}
 	}
-	if n, err := RestoreStream(ctx, e.URL(), "s1", bytes.NewReader(archive.Bytes())); err != nil || n != 50 {
+	// Under its own name, gone: the server restores its snapshot, consumer included.
+	if n, err := RestoreStream(ctx, e.URL(), "s1", bytes.NewReader(archive.Bytes()), ensure("s1", "acme.s1.>")); err != nil || n != 50 {
 		t.Fatalf("RestoreStream = %d, %v", n, err)
 	}
 	st, err := c.StreamInfo(ctx, "s1")
-	if err != nil || st.Messages != 50 {
+	if err != nil || st.Messages != 50 || st.Consumers != 1 {
 		t.Fatalf("after restore: %+v, %v", st, err)
 	}
 	s, _ := js.Stream(ctx, "s1")
@@ -231,16 +243,57 @@ func TestStreamRoundTrip(t *testing.T) {
 	if err != nil || string(m.Data) != "msg49" || m.Subject != "acme.s1.m1" || len(m.Header) != 0 {
 		t.Fatalf("last message = %+v, %v", m, err)
 	}
-	// Restored into a stream of other subjects: mapped.
-	if _, err := c.EnsureStream(ctx, nats.StreamSpec{Name: "s2", Subjects: []string{"acme.s2.>"}}); err != nil {
-		t.Fatal(err)
+	if _, err := s.Consumer(ctx, "reader"); err != nil {
+		t.Errorf("the durable consumer did not come back: %v", err)
 	}
-	if n, err := RestoreStream(ctx, e.URL(), "s2", bytes.NewReader(archive.Bytes())); err != nil || n != 50 {
+	// Under its own name while it exists: the messages are published again.
+	if n, err := RestoreStream(ctx, e.URL(), "s1", bytes.NewReader(archive.Bytes()), ensure("s1", "acme.s1.>")); err != nil || n != 50 {
+		t.Fatalf("RestoreStream over an existing stream = %d, %v", n, err)
+	}
+	if st, _ := c.StreamInfo(ctx, "s1"); st.Messages != 100 {
+		t.Errorf("after a restore over it: %d messages", st.Messages)
+	}
+	// Into a stream of another name and subjects: the export, mapped.
+	if n, err := RestoreStream(ctx, e.URL(), "s2", bytes.NewReader(archive.Bytes()), ensure("s2", "acme.s2.>")); err != nil || n != 50 {
 		t.Fatalf("RestoreStream to s2 = %d, %v", n, err)
 	}
 	s2, _ := js.Stream(ctx, "s2")
 	if m, err := s2.GetMsg(ctx, 1); err != nil || m.Subject != "acme.s2.m0" {
 		t.Fatalf("first mapped message = %+v, %v", m, err)
+	}
+	// A truncated archive fails, and says so.
+	if _, err := RestoreStream(ctx, e.URL(), "s3", bytes.NewReader(archive.Bytes()[:len(streamMagic)+20]), ensure("s3", "acme.s3.>")); err == nil {
+		t.Error("a truncated archive restored")
+	}
+	// A memory stream: no snapshot, the export alone.
+	if _, err := c.EnsureStream(ctx, nats.StreamSpec{Name: "mem", Subjects: []string{"acme.mem.>"}, Storage: "Memory"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := js.Publish(ctx, "acme.mem.x", []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var memArchive bytes.Buffer
+	if n, err := DumpStream(ctx, e.URL(), "mem", &memArchive); err != nil || n != 5 {
+		t.Fatalf("DumpStream of a memory stream = %d, %v", n, err)
+	}
+	if err := c.DeleteStream(ctx, "mem"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := RestoreStream(ctx, e.URL(), "mem", bytes.NewReader(memArchive.Bytes()), func(ctx context.Context) error {
+		_, err := c.EnsureStream(ctx, nats.StreamSpec{Name: "mem", Subjects: []string{"acme.mem.>"}, Storage: "Memory"})
+		return err
+	}); err != nil || n != 5 {
+		t.Fatalf("RestoreStream of a memory stream = %d, %v", n, err)
+	}
+	// A version 1 archive (the export alone) still restores.
+	var v1 bytes.Buffer
+	if _, err := exportStream(ctx, c, "s2", []string{"acme.s2.>"}, 50, &v1); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := RestoreStream(ctx, e.URL(), "s4", bytes.NewReader(v1.Bytes()), ensure("s4", "acme.s4.>")); err != nil || n != 50 {
+		t.Fatalf("RestoreStream of a version 1 archive = %d, %v", n, err)
 	}
 	// An empty stream dumps to a header only.
 	if _, err := c.EnsureStream(ctx, nats.StreamSpec{Name: "empty", Subjects: []string{"acme.e"}}); err != nil {

@@ -6,11 +6,14 @@
 //     PGPASSWORD, never on a command line; a failure carries the tool's stderr.
 //   - Redis: [DumpRedis] SCANs a key prefix and writes each key's DUMP and PTTL; [RestoreRedis]
 //     RESTOREs them (REPLACE, with their remaining TTL), optionally under another prefix.
-//   - NATS JetStream: nats.go has no stream snapshot API, so [DumpStream] is a message-level
-//     export (every message with subject, headers and data, read by an ordered consumer) and
-//     [RestoreStream] republishes them to the stream, in order.
+//   - NATS JetStream: [DumpStream] takes the server's own snapshot of the stream
+//     ($JS.API.STREAM.SNAPSHOT: its store, consumers and metadata) and adds a message-level
+//     export of the same messages; [RestoreStream] hands the snapshot back to the server
+//     ($JS.API.STREAM.RESTORE) when the stream is restored under its own name and does not
+//     exist, and otherwise republishes the export, in order, to the target stream (the
+//     server restores a snapshot only under the name it was taken of).
 //
-// The Redis and stream archives are gzip'd JSON lines: a header line ([Header]) then one line
-// per key or message. [Prune] is the pure retention decision (keepLast, keepDaily, keepWeekly,
+// The Redis archive and the stream export are gzip'd JSON lines: a header line ([Header])
+// then one line per key or message. [Prune] is the pure retention decision (keepLast, keepDaily, keepWeekly,
 // ttl; the newest good archive is never dropped).
 package backup

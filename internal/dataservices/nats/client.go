@@ -54,6 +54,8 @@ type StreamState struct {
 	Messages  uint64
 	Bytes     uint64
 	Consumers int
+	// LastSeq is the stream's last sequence.
+	LastSeq uint64
 }
 
 // EnsureStream creates the stream or updates it to the spec; created tells which.
@@ -92,7 +94,7 @@ func (c *Client) StreamInfo(ctx context.Context, name string) (StreamState, erro
 		return StreamState{}, fmt.Errorf("nats: stream %s info: %w", name, err)
 	}
 	return StreamState{Config: info.Config, Messages: info.State.Msgs, Bytes: info.State.Bytes,
-		Consumers: info.State.Consumers}, nil
+		Consumers: info.State.Consumers, LastSeq: info.State.LastSeq}, nil
 }
 
 // DeleteStream removes a stream and its messages; a missing one is no error.
