@@ -15,6 +15,7 @@ const (
 
 // Alert is a PromQL alerting rule evaluated over Kube's own metrics (or a registered
 // Prometheus, spec.server) that notifies its receivers when it fires and resolves. Namespaced.
+// +genclient
 // +kubebuilder:object:root=true
 type Alert struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -8,6 +8,7 @@ import (
 
 // Backup dumps a Database, Cache or Topic with the real tool into a Bucket on a schedule and
 // prunes old archives by its retention. Namespaced.
+// +genclient
 // +kubebuilder:object:root=true
 type Backup struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -9,6 +9,7 @@ import (
 
 // Bucket is a bucket on a registered S3-compatible store (the embedded one by default) plus an
 // access key limited to it, with the COSI_S3_* keys in the Secret <name>-bucket. Namespaced.
+// +genclient
 // +kubebuilder:object:root=true
 type Bucket struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -9,6 +9,7 @@ import (
 
 // Cache is a Redis ACL user on a registered server restricted to its key prefix (and to
 // channels of the same prefix), with its connection in the Secret <name>-cache. Namespaced.
+// +genclient
 // +kubebuilder:object:root=true
 type Cache struct {
 	metav1.TypeMeta   `json:",inline"`

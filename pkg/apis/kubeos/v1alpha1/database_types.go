@@ -20,6 +20,7 @@ var ReservedDatabaseNames = []string{"postgres", "template0", "template1"}
 
 // Database is a PostgreSQL database with an owner role on a registered server (spec.server, or
 // the default postgresql entry), with its connection in the Secret <name>-database. Namespaced.
+// +genclient
 // +kubebuilder:object:root=true
 type Database struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -18,6 +18,7 @@ const (
 // Topic is a NATS JetStream stream on a registered server (the embedded one by default) whose
 // subjects lie under the tenant's prefix <tenant>., with its connection in the Secret
 // <name>-topic. Namespaced.
+// +genclient
 // +kubebuilder:object:root=true
 type Topic struct {
 	metav1.TypeMeta   `json:",inline"`

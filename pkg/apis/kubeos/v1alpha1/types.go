@@ -32,6 +32,8 @@ type Subject struct {
 
 // Tenant owns one namespace per environment (<tenant>-<env>), labelled kubeos.dev/tenant and
 // kubeos.dev/env, with an admin RoleBinding for its admins in each. Cluster-scoped.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 type Tenant struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -76,6 +78,8 @@ type QuotaUsage struct {
 
 // Quota limits object counts per kind in a tenant's namespaces; enforced at admission.
 // Cluster-scoped.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 type Quota struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -101,6 +105,8 @@ type QuotaStatus struct {
 // AccessPolicy restricts subjects to some environments of a tenant: a request by one of the
 // subjects into a namespace of the tenant whose environment is not allowed is refused (403)
 // whatever RBAC says. Cluster-scoped.
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 type AccessPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -139,6 +145,7 @@ type SecretPolicyRule struct {
 
 // SecretPolicy is a whitelist: once a namespace has one, an object there may reference a
 // Secret only as some rule allows. Namespaced.
+// +genclient
 // +kubebuilder:object:root=true
 type SecretPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -161,6 +168,7 @@ type SecretPolicyStatus struct {
 
 // Credential generates a Secret (a random password, token or key pair) and rotates it every
 // RotationPeriod. Namespaced.
+// +genclient
 // +kubebuilder:object:root=true
 type Credential struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -201,6 +209,7 @@ type CredentialStatus struct {
 // Certificate issues an X.509 certificate for DNSNames from the Kube CA (or from the CA
 // Certificate named by Issuer) into a kubernetes.io/tls Secret and renews it RenewBefore its
 // expiry. Namespaced.
+// +genclient
 // +kubebuilder:object:root=true
 type Certificate struct {
 	metav1.TypeMeta   `json:",inline"`
