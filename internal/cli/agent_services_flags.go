@@ -10,4 +10,5 @@ import (
 // "agent-" for kube server's in-process agent, "" for kube agent.
 func addAgentServicesFlags(f *pflag.FlagSet, prefix string, o *agent.ServicesOptions) {
 	f.BoolVar(&o.Enabled, prefix+"services", true, "run the node's Service proxy (ClusterIP, NodePort and externalIPs programmed in nftables)")
+	f.StringVar(&o.Table, prefix+"services-table", "kube-proxy", "the nftables table (family ip) the Service proxy owns; removed by --cleanup")
 }

@@ -1,0 +1,60 @@
+// Package proxy is the node agent's Service proxy: the role of kube-proxy in its nftables
+// mode, programmed over netlink (github.com/google/nftables), inside `kube agent`.
+//
+// Job: from informers on Services and EndpointSlices (the agent's client acts as the node)
+// it keeps ONE nftables table of its own (Options.Table, default "kube-proxy", family ip)
+// such that, on this node:
+//
+//   - ClusterIP:port, every externalIP:port and NodePort on the node's addresses DNAT to a
+//     ready endpoint chosen at random (numgen), with sessionAffinity ClientIP kept in a
+//     per-endpoint timeout set;
+//   - internalTrafficPolicy / externalTrafficPolicy Local use only this node's endpoints
+//     (external traffic keeps its source address); terminating endpoints are used only as
+//     upstream's fallback; topology hints as upstream (k8s.io/kubernetes/pkg/proxy
+//     CategorizeEndpoints does the choosing);
+//   - a Service port with no endpoints rejects new connections (ICMP port-unreachable, so
+//     TCP connects fail with "connection refused"); one whose endpoints exist but none may
+//     be used for the policy drops them, as upstream;
+//   - headless Services get nothing, ExternalName ones are left to DNS, and a Service
+//     annotated kubeos.dev/node-local-dns: "true" is skipped (the node-local DNS answers on
+//     that address itself);
+//   - traffic from outside the cluster CIDR to a ClusterIP, all NodePort and externalIP
+//     traffic of policy Cluster, and hairpin traffic (a pod reaching itself through its
+//     Service) is masqueraded;
+//   - UDP conntrack entries of endpoints that went away are deleted (upstream's
+//     pkg/proxy/conntrack);
+//   - net.ipv4.ip_forward=1 and net.bridge.bridge-nf-call-iptables=1 are set, and the
+//     Service CIDR gets an `unreachable` route so an unprogrammed ClusterIP is refused
+//     locally, never sent to the default gateway. Each programmed ClusterIP gets a /32
+//     route on lo (protocol 0x4b, "K") so the node's own processes can connect to it (the
+//     output hook's DNAT then reroutes the packet).
+//
+// Changes are incremental: Services and EndpointSlices go through upstream's
+// ServiceChangeTracker and EndpointsChangeTracker; each sync rebuilds the desired content
+// of every per-service and per-endpoint chain (pure: desired.go), compares it with what was
+// programmed (a content hash per chain, and the elements of the verdict maps) and sends
+// only the differences, in one netlink transaction. The first sync after a start replaces
+// whatever a previous run left in the table in one transaction too, so a restart after
+// kill -9 never opens a gap: the kernel keeps forwarding on the old rules meanwhile.
+//
+// Rule layout (names as upstream's nftables mode, simplified):
+//
+//	filter-prerouting/-output (filter, before NAT): new connections to a Service port
+//	    with no usable endpoint → vmap @no-endpoint-services / @no-endpoint-nodeports
+//	    → reject-chain (reject) or drop
+//	nat-prerouting/-output (dstnat) → services:
+//	    ip daddr . meta l4proto . th dport vmap @service-ips       (ClusterIP, externalIPs)
+//	    ip daddr <node IP> meta l4proto . th dport vmap @service-nodeports
+//	svc-<h> (a Service port's cluster chain): masquerade mark for off-cluster sources,
+//	    affinity lookups, numgen random mod N vmap {i: goto ep-<h>}
+//	ext-<h> (externalIPs and NodePort): mark (policy Cluster) then goto svc-<h>, or for
+//	    Local: pods and the node itself go to svc-<h>, others to svl-<h> (local endpoints)
+//	ep-<h>: hairpin mark, affinity update, dnat to endpoint IP:port
+//	nat-postrouting (srcnat): mark 0x4000 → masquerade
+//
+// Run needs CAP_NET_ADMIN and nf_tables; without them it fails at start with
+// ErrNoNFTables (the agent stops and says so). Cleanup removes the table and routes
+// (`kube agent --cleanup` and tests). Handler serves /debug/services (what is programmed,
+// from which EndpointSlice resourceVersions); Metrics registers
+// kubeproxy_sync_proxy_rules_duration_seconds and the programmed counts.
+package proxy

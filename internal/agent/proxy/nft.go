@@ -1,0 +1,381 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+)
+
+// Names of the fixed chains and maps.
+const (
+	rejectChain   = "reject-chain"
+	servicesChain = "services"
+
+	mapServiceIPs    = "service-ips"
+	mapNodePorts     = "service-nodeports"
+	mapNoEndpointIPs = "no-endpoint-services"
+	mapNoEndpointNPs = "no-endpoint-nodeports"
+)
+
+// programmer owns the table in the kernel and remembers what it programmed there.
+type programmer struct {
+	conn   *nftables.Conn
+	table  *nftables.Table
+	nodeIP netip.Addr
+
+	maps map[string]*nftables.Set
+
+	// What the kernel holds (after the first apply): per-service chains' content, affinity
+	// sets, and the verdict maps' elements.
+	known         bool
+	chains        map[string]string
+	affinity      map[string]uint32
+	serviceIPs    map[ipKey]verdict
+	nodePorts     map[portKey]verdict
+	noEndpointIPs map[ipKey]verdict
+	noEndpointNPs map[portKey]verdict
+}
+
+func newProgrammer(table string, nodeIP netip.Addr) (*programmer, error) {
+	conn, err := nftables.New()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoNFTables, err)
+	}
+	return &programmer{conn: conn, table: &nftables.Table{Name: table, Family: nftables.TableFamilyIPv4}, nodeIP: nodeIP}, nil
+}
+
+// setup makes the table, its base chains and maps, and (re)writes the base chains' fixed
+// rules, in one transaction; what a previous run left in the table stays until the first
+// apply replaces it.
+func (p *programmer) setup() error {
+	c := p.conn
+	c.AddTable(p.table)
+	concat := func(types ...nftables.SetDatatype) nftables.SetDatatype {
+		t, _ := nftables.ConcatSetType(types...)
+		return t
+	}
+	ipProtoPort := concat(nftables.TypeIPAddr, nftables.TypeInetProto, nftables.TypeInetService)
+	protoPort := concat(nftables.TypeInetProto, nftables.TypeInetService)
+	p.maps = map[string]*nftables.Set{
+		mapServiceIPs:    {Table: p.table, Name: mapServiceIPs, IsMap: true, Concatenation: true, KeyType: ipProtoPort, DataType: nftables.TypeVerdict},
+		mapNodePorts:     {Table: p.table, Name: mapNodePorts, IsMap: true, Concatenation: true, KeyType: protoPort, DataType: nftables.TypeVerdict},
+		mapNoEndpointIPs: {Table: p.table, Name: mapNoEndpointIPs, IsMap: true, Concatenation: true, KeyType: ipProtoPort, DataType: nftables.TypeVerdict},
+		mapNoEndpointNPs: {Table: p.table, Name: mapNoEndpointNPs, IsMap: true, Concatenation: true, KeyType: protoPort, DataType: nftables.TypeVerdict},
+	}
+	for _, name := range []string{mapServiceIPs, mapNodePorts, mapNoEndpointIPs, mapNoEndpointNPs} {
+		if err := c.AddSet(p.maps[name], nil); err != nil {
+			return fmt.Errorf("proxy: map %s: %w", name, err)
+		}
+	}
+	chain := func(name string, typ nftables.ChainType, hook *nftables.ChainHook, prio *nftables.ChainPriority) *nftables.Chain {
+		ch := &nftables.Chain{Name: name, Table: p.table}
+		if hook != nil {
+			ch.Type, ch.Hooknum, ch.Priority = typ, hook, prio
+		}
+		c.AddChain(ch)
+		c.FlushChain(ch)
+		return ch
+	}
+	prio := func(v int32) *nftables.ChainPriority { return nftables.ChainPriorityRef(nftables.ChainPriority(v)) }
+	rule := func(ch *nftables.Chain, exprs ...[]expr.Any) {
+		var all []expr.Any
+		for _, e := range exprs {
+			all = append(all, e...)
+		}
+		c.AddRule(&nftables.Rule{Table: p.table, Chain: ch, Exprs: all})
+	}
+	one := func(e expr.Any) []expr.Any { return []expr.Any{e} }
+
+	reject := chain(rejectChain, "", nil, nil)
+	rule(reject, one(&expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: 3 /* port unreachable */}))
+
+	// Endpoint checks before DNAT: only reject verdicts are in these maps.
+	for _, h := range []struct {
+		name string
+		hook *nftables.ChainHook
+	}{{"filter-prerouting-pre-dnat", nftables.ChainHookPrerouting}, {"filter-output-pre-dnat", nftables.ChainHookOutput}} {
+		ch := chain(h.name, nftables.ChainTypeFilter, h.hook, prio(-110))
+		rule(ch, ctStateNew(), daddrProtoPortVmap(p.maps[mapNoEndpointIPs]))
+		if p.nodeIP.IsValid() {
+			rule(ch, ctStateNew(), daddrIs(p.nodeIP), protoPortVmap(p.maps[mapNoEndpointNPs]))
+		}
+	}
+	services := chain(servicesChain, "", nil, nil)
+	rule(services, daddrProtoPortVmap(p.maps[mapServiceIPs]))
+	if p.nodeIP.IsValid() {
+		rule(services, daddrIs(p.nodeIP), protoPortVmap(p.maps[mapNodePorts]))
+	}
+	for _, h := range []struct {
+		name string
+		hook *nftables.ChainHook
+	}{{"nat-prerouting", nftables.ChainHookPrerouting}, {"nat-output", nftables.ChainHookOutput}} {
+		ch := chain(h.name, nftables.ChainTypeNAT, h.hook, prio(-100))
+		rule(ch, one(&expr.Verdict{Kind: expr.VerdictJump, Chain: servicesChain}))
+	}
+	post := chain("nat-postrouting", nftables.ChainTypeNAT, nftables.ChainHookPostrouting, prio(100))
+	rule(post, []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyMARK, Register: reg1},
+		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4,
+			Mask: binaryutil.NativeEndian.PutUint32(masqMark), Xor: binaryutil.NativeEndian.PutUint32(0)},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{0, 0, 0, 0}},
+		&expr.Verdict{Kind: expr.VerdictReturn},
+	})
+	rule(post, []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyMARK, Register: reg1},
+		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4,
+			Mask: binaryutil.NativeEndian.PutUint32(^uint32(0)), Xor: binaryutil.NativeEndian.PutUint32(masqMark)},
+		&expr.Meta{Key: expr.MetaKeyMARK, SourceRegister: true, Register: reg1},
+		&expr.Masq{FullyRandom: true},
+	})
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("%w: table %s: %v", ErrNoNFTables, p.table.Name, err)
+	}
+	return nil
+}
+
+// fixedChains are setup's, never deleted by apply.
+var fixedChains = map[string]bool{rejectChain: true, servicesChain: true, "filter-prerouting-pre-dnat": true,
+	"filter-output-pre-dnat": true, "nat-prerouting": true, "nat-output": true, "nat-postrouting": true}
+
+// loadKnown reads which per-service chains and affinity sets the table holds (a previous
+// run's, or after a failed transaction), so that apply rewrites them all.
+func (p *programmer) loadKnown() error {
+	p.chains, p.affinity = map[string]string{}, map[string]uint32{}
+	chains, err := p.conn.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+	if err != nil {
+		return fmt.Errorf("proxy: list chains: %w", err)
+	}
+	for _, ch := range chains {
+		if ch.Table.Name == p.table.Name && !fixedChains[ch.Name] {
+			p.chains[ch.Name] = "?" // unknown content: rewritten
+		}
+	}
+	sets, err := p.conn.GetSets(p.table)
+	if err != nil {
+		return fmt.Errorf("proxy: list sets: %w", err)
+	}
+	for _, s := range sets {
+		if strings.HasPrefix(s.Name, "aff-") {
+			p.affinity[s.Name] = 0 // unknown timeout: recreated when wanted
+		}
+	}
+	p.serviceIPs, p.nodePorts, p.noEndpointIPs, p.noEndpointNPs = nil, nil, nil, nil
+	p.known = true
+	return nil
+}
+
+// applyStats counts what one apply changed.
+type applyStats struct {
+	chainsWritten, chainsDeleted, elementsChanged int
+}
+
+// apply makes the table hold d, sending only differences, in one transaction. On error
+// nothing changed in the kernel and the next apply starts from the kernel's content again.
+func (p *programmer) apply(d *desired) (applyStats, error) {
+	var st applyStats
+	if !p.known {
+		if err := p.loadKnown(); err != nil {
+			return st, err
+		}
+	}
+	c := p.conn
+	full := p.serviceIPs == nil // first apply since loadKnown: maps are flushed and refilled
+
+	// Affinity sets first (rules refer to them); a set's name carries its timeout.
+	for name, timeout := range d.affinity {
+		if _, ok := p.affinity[name]; ok {
+			continue
+		}
+		s := &nftables.Set{Table: p.table, Name: name, KeyType: nftables.TypeIPAddr, HasTimeout: true, Dynamic: true,
+			Timeout: time.Duration(timeout) * time.Second}
+		if err := c.AddSet(s, nil); err != nil {
+			return st, err
+		}
+	}
+	// New chains, then the changed chains' content.
+	for name := range d.chains {
+		if _, ok := p.chains[name]; !ok {
+			c.AddChain(&nftables.Chain{Name: name, Table: p.table})
+		}
+	}
+	written := map[string]string{}
+	for name, rules := range d.chains {
+		content := chainContent(rules)
+		if old, ok := p.chains[name]; ok {
+			if old == content {
+				continue
+			}
+			c.FlushChain(&nftables.Chain{Name: name, Table: p.table})
+		}
+		ch := &nftables.Chain{Name: name, Table: p.table}
+		for _, r := range rules {
+			exprs, err := p.ruleExprs(r)
+			if err != nil {
+				return st, err
+			}
+			c.AddRule(&nftables.Rule{Table: p.table, Chain: ch, Exprs: exprs})
+		}
+		written[name] = content
+		st.chainsWritten++
+	}
+	// Map elements.
+	n, err := syncMap(c, p.maps[mapServiceIPs], full, p.serviceIPs, d.serviceIPs, ipKeyBytes)
+	st.elementsChanged += n
+	if err != nil {
+		return st, err
+	}
+	for _, m := range []struct {
+		set       *nftables.Set
+		old, want map[portKey]verdict
+	}{{p.maps[mapNodePorts], p.nodePorts, d.nodePorts}, {p.maps[mapNoEndpointNPs], p.noEndpointNPs, d.noEndpointNPs}} {
+		n, err := syncMap(c, m.set, full, m.old, m.want, portKeyBytes)
+		st.elementsChanged += n
+		if err != nil {
+			return st, err
+		}
+	}
+	n, err = syncMap(c, p.maps[mapNoEndpointIPs], full, p.noEndpointIPs, d.noEndpointIPs, ipKeyBytes)
+	st.elementsChanged += n
+	if err != nil {
+		return st, err
+	}
+	// Chains and sets no longer wanted: flushed first (they may refer to each other).
+	var gone []string
+	for name := range p.chains {
+		if _, ok := d.chains[name]; !ok {
+			gone = append(gone, name)
+			c.FlushChain(&nftables.Chain{Name: name, Table: p.table})
+		}
+	}
+	for _, name := range gone {
+		c.DelChain(&nftables.Chain{Name: name, Table: p.table})
+		st.chainsDeleted++
+	}
+	var goneSets []string
+	for name := range p.affinity {
+		if _, ok := d.affinity[name]; !ok {
+			goneSets = append(goneSets, name)
+			c.DelSet(&nftables.Set{Table: p.table, Name: name})
+		}
+	}
+	if err := c.Flush(); err != nil {
+		p.known = false
+		return st, fmt.Errorf("proxy: nftables transaction: %w", err)
+	}
+	for name, content := range written {
+		p.chains[name] = content
+	}
+	for _, name := range gone {
+		delete(p.chains, name)
+	}
+	for name, t := range d.affinity {
+		p.affinity[name] = t
+	}
+	for _, name := range goneSets {
+		delete(p.affinity, name)
+	}
+	p.serviceIPs, p.nodePorts, p.noEndpointIPs, p.noEndpointNPs = d.serviceIPs, d.nodePorts, d.noEndpointIPs, d.noEndpointNPs
+	return st, nil
+}
+
+func chainContent(rules []rule) string {
+	var b strings.Builder
+	for _, r := range rules {
+		b.WriteString(r.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// syncMap queues the element changes from old to want (all of want after a flush when full).
+func syncMap[K comparable](c *nftables.Conn, set *nftables.Set, full bool, old, want map[K]verdict, key func(K) []byte) (int, error) {
+	var del, add []nftables.SetElement
+	if full {
+		c.FlushSet(set)
+		old = nil
+	}
+	for k, v := range old {
+		if w, ok := want[k]; !ok || w != v {
+			del = append(del, nftables.SetElement{Key: key(k)})
+		}
+	}
+	for k, v := range want {
+		if o, ok := old[k]; !ok || o != v {
+			add = append(add, nftables.SetElement{Key: key(k), VerdictData: verdictExpr(v)})
+		}
+	}
+	if len(del) > 0 {
+		if err := c.SetDeleteElements(set, del); err != nil {
+			return 0, err
+		}
+	}
+	if len(add) > 0 {
+		if err := c.SetAddElements(set, add); err != nil {
+			return 0, err
+		}
+	}
+	return len(del) + len(add), nil
+}
+
+// ruleExprs is r in netlink form; numgen rules add their anonymous vmap to the transaction.
+func (p *programmer) ruleExprs(r rule) ([]expr.Any, error) {
+	cat := func(parts ...[]expr.Any) []expr.Any {
+		var all []expr.Any
+		for _, e := range parts {
+			all = append(all, e...)
+		}
+		return all
+	}
+	one := func(e ...expr.Any) []expr.Any { return e }
+	switch r.kind {
+	case rMarkIfSrcNotIn:
+		return cat(prefixMatch(r.prefix, expr.CmpOpNeq), markOr()), nil
+	case rMark:
+		return markOr(), nil
+	case rMarkIfSrc:
+		a := r.addr.As4()
+		return cat(one(ipSaddr(reg1), &expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: a[:]}), markOr()), nil
+	case rGotoIfSrcIn:
+		return cat(prefixMatch(r.prefix, expr.CmpOpEq), one(gotoChain(r.chain))), nil
+	case rMarkIfSrcLocal:
+		return cat(fibSaddrLocal(), markOr()), nil
+	case rGotoIfSrcLocal:
+		return cat(fibSaddrLocal(), one(gotoChain(r.chain))), nil
+	case rGotoIfInSet:
+		return one(ipSaddr(reg1), &expr.Lookup{SourceRegister: reg1, SetName: r.set}, gotoChain(r.chain)), nil
+	case rUpdateSet:
+		return one(ipSaddr(reg1), &expr.Dynset{SrcRegKey: reg1, SetName: r.set, Operation: unix.NFT_DYNSET_OP_UPDATE}), nil
+	case rNumgen:
+		s := &nftables.Set{Table: p.table, Anonymous: true, Constant: true, IsMap: true, KeyType: nftables.TypeInteger, DataType: nftables.TypeVerdict}
+		elems := make([]nftables.SetElement, len(r.chains))
+		for i, ch := range r.chains {
+			elems[i] = nftables.SetElement{Key: binaryutil.NativeEndian.PutUint32(uint32(i)), VerdictData: gotoChain(ch)}
+		}
+		if err := p.conn.AddSet(s, elems); err != nil {
+			return nil, err
+		}
+		return one(&expr.Numgen{Register: reg1, Modulus: uint32(len(r.chains)), Type: unix.NFT_NG_RANDOM},
+			&expr.Lookup{SourceRegister: reg1, SetName: s.Name, SetID: s.ID, DestRegister: 0, IsDestRegSet: true}), nil
+	case rGoto:
+		return one(gotoChain(r.chain)), nil
+	case rDNAT:
+		a := r.addr.As4()
+		return one(
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{r.proto}},
+			&expr.Immediate{Register: reg1, Data: a[:]},
+			&expr.Immediate{Register: reg2, Data: binaryutil.BigEndian.PutUint16(r.port)},
+			&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1, RegProtoMin: reg2, Specified: true},
+		), nil
+	case rDrop:
+		return one(&expr.Verdict{Kind: expr.VerdictDrop}), nil
+	}
+	return nil, errors.New("proxy: unknown rule kind")
+}

@@ -1,0 +1,83 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// ErrNoNFTables is returned by New when the node cannot program nftables (no nf_tables in
+// the kernel, or no CAP_NET_ADMIN).
+var ErrNoNFTables = errors.New("nftables is not available on this node")
+
+// SkipAnnotation marks a Service the proxy leaves alone (the cluster DNS Service, answered
+// by the node-local DNS on its own address).
+const SkipAnnotation = "kubeos.dev/node-local-dns"
+
+// Options configure a Proxier; New fills the defaults.
+type Options struct {
+	// Client lists and watches Services and EndpointSlices (the node's identity).
+	Client kubernetes.Interface
+	// NodeName is this node (endpoints with that nodeName are local).
+	NodeName string
+	// NodeIP is the node's InternalIP: NodePorts answer there.
+	NodeIP string
+	// Table is the nftables table (family ip) the proxy owns (default "kube-proxy").
+	Table string
+	// ServiceCIDR is the Service cluster IP range: it gets the unreachable route.
+	ServiceCIDR string
+	// ClusterCIDR is the pods' range: traffic from elsewhere to a ClusterIP is masqueraded
+	// ("" masquerades none of it).
+	ClusterCIDR string
+	// Log receives the proxy's messages.
+	Log *slog.Logger
+}
+
+// parsed are the options in the form the rules need.
+type parsed struct {
+	nodeIP      netip.Addr
+	serviceCIDR netip.Prefix
+	clusterCIDR netip.Prefix
+}
+
+func (o *Options) defaults() {
+	if o.Table == "" {
+		o.Table = "kube-proxy"
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (o *Options) parse() (parsed, error) {
+	var p parsed
+	var err error
+	if o.Client == nil {
+		return p, errors.New("proxy: a client is required")
+	}
+	if o.NodeName == "" {
+		return p, errors.New("proxy: a node name is required")
+	}
+	if o.NodeIP != "" {
+		if p.nodeIP, err = netip.ParseAddr(o.NodeIP); err != nil || !p.nodeIP.Is4() {
+			return p, fmt.Errorf("proxy: node IP %q: not an IPv4 address", o.NodeIP)
+		}
+	}
+	if p.serviceCIDR, err = netip.ParsePrefix(o.ServiceCIDR); err != nil || !p.serviceCIDR.Addr().Is4() {
+		return p, fmt.Errorf("proxy: Service CIDR %q: not an IPv4 prefix", o.ServiceCIDR)
+	}
+	p.serviceCIDR = p.serviceCIDR.Masked()
+	if o.ClusterCIDR != "" {
+		if p.clusterCIDR, err = netip.ParsePrefix(o.ClusterCIDR); err != nil || !p.clusterCIDR.Addr().Is4() {
+			return p, fmt.Errorf("proxy: cluster CIDR %q: not an IPv4 prefix", o.ClusterCIDR)
+		}
+		p.clusterCIDR = p.clusterCIDR.Masked()
+	}
+	if len(o.Table) > 200 {
+		return p, fmt.Errorf("proxy: table name %q too long", o.Table)
+	}
+	return p, nil
+}
