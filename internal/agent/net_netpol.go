@@ -1,18 +1,29 @@
 package agent
 
-import "context"
+import (
+	"context"
+
+	"kubeos.dev/kube/internal/agent/netpol"
+)
 
 // NetworkPolicyOptions configure NetworkPolicy enforcement (nftables); internal/agent/netpol does the work.
 type NetworkPolicyOptions struct {
 	// Enabled runs it (kube agent and kube server --agent: on by default).
 	Enabled bool
+	// Table is the node's nftables table (family ip) holding the rules (default
+	// kube-netpol; tests give each package its own).
+	Table string
 }
 
 // networkPolicy prepares NetworkPolicy enforcement (nftables) when enabled and returns what runs it until ctx ends (nil when
-// disabled).
+// disabled). A node without nftables or br_netfilter fails here, at start.
 func (a *Agent) networkPolicy(ctx context.Context) (func(context.Context) error, error) {
 	if !a.opts.NetworkPolicy.Enabled {
 		return nil, nil
 	}
-	return nil, nil
+	c := netpol.New(netpol.Options{Client: a.client, NodeName: a.opts.NodeName, Table: a.opts.NetworkPolicy.Table, Log: a.log})
+	if err := c.Prepare(); err != nil {
+		return nil, err
+	}
+	return c.Run, nil
 }

@@ -25,14 +25,16 @@ const (
 // Table is our nftables table, programmed from Programs. Not safe for concurrent use.
 type Table struct {
 	name    string
+	conn    []nftables.ConnOption
 	applied *Program // nil: the next Sync replaces the table
 	sets    map[string]*nftables.Set
 	ingress *nftables.Set
 	egress  *nftables.Set
 }
 
-// NewTable is the table name (family ip); nothing is programmed until Sync.
-func NewTable(name string) *Table { return &Table{name: name} }
+// NewTable is the table name (family ip) in the network namespace opts give (default
+// the process's); nothing is programmed until Sync.
+func NewTable(name string, opts ...nftables.ConnOption) *Table { return &Table{name: name, conn: opts} }
 
 func (t *Table) table() *nftables.Table {
 	return &nftables.Table{Name: t.name, Family: nftables.TableFamilyIPv4}
@@ -41,7 +43,7 @@ func (t *Table) table() *nftables.Table {
 // Sync programs prog: the first time (and after a failure) the whole table in one
 // transaction replacing the old one, then only the difference from the last Program.
 func (t *Table) Sync(prog Program) error {
-	c, err := nftables.New()
+	c, err := nftables.New(t.conn...)
 	if err != nil {
 		return fmt.Errorf("netpol: nftables: %w", err)
 	}
@@ -62,8 +64,10 @@ func (t *Table) Sync(prog Program) error {
 }
 
 // Cleanup deletes the table (nothing when it does not exist).
-func Cleanup(table string) error {
-	c, err := nftables.New()
+func Cleanup(table string) error { return cleanupIn(table) }
+
+func cleanupIn(table string, opts ...nftables.ConnOption) error {
+	c, err := nftables.New(opts...)
 	if err != nil {
 		return fmt.Errorf("netpol: nftables: %w", err)
 	}
