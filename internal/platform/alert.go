@@ -60,8 +60,9 @@ const alertInterval = 15 * time.Second
 
 // alertRuntime is the process's evaluator and the term it runs in.
 type alertRuntime struct {
-	ev  *alerting.Evaluator
-	now func() time.Time
+	ev   *alerting.Evaluator
+	now  func() time.Time
+	term func() context.Context
 
 	mu      sync.Mutex
 	leases  map[string]time.Time // rule key → last reconcile
@@ -77,7 +78,7 @@ func newAlertRuntime(o Options, interval time.Duration) (*alertRuntime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &alertRuntime{ev: ev, now: o.Now, leases: map[string]time.Time{}}, nil
+	return &alertRuntime{ev: ev, now: o.Now, term: o.Term, leases: map[string]time.Time{}}, nil
 }
 
 // set registers r and renews its lease, starting the evaluator if it is not running.
@@ -89,7 +90,11 @@ func (rt *alertRuntime) set(r alerting.Rule) {
 	if rt.running {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	term := context.Background()
+	if rt.term != nil {
+		term = rt.term()
+	}
+	ctx, cancel := context.WithCancel(term)
 	rt.running, rt.stop, rt.done = true, cancel, make(chan struct{})
 	go rt.run(ctx, rt.done)
 }
@@ -112,6 +117,7 @@ func (rt *alertRuntime) run(ctx context.Context, done chan struct{}) {
 		rt.ev.EvaluateOnce(ctx, rt.now())
 		select {
 		case <-ctx.Done():
+			rt.endTerm(done)
 			return
 		case <-t.C:
 		}
@@ -132,7 +138,23 @@ func (rt *alertRuntime) run(ctx context.Context, done chan struct{}) {
 	}
 }
 
-// Stop ends the evaluator's term and waits for it (tests; the server lets leases lapse).
+// endTerm forgets the rules when the leadership term (or Stop) ended the run: the next
+// term's reconciles register them again, each starting inactive (as Prometheus's rules do
+// after a restart that kept no state).
+func (rt *alertRuntime) endTerm(done chan struct{}) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.done != done {
+		return // a newer run has started
+	}
+	rt.running = false
+	for k := range rt.leases {
+		delete(rt.leases, k)
+		rt.ev.Remove(k)
+	}
+}
+
+// Stop ends the evaluator's run and waits for it (tests; in the server the leadership term ends it).
 func (rt *alertRuntime) Stop() {
 	rt.mu.Lock()
 	stop, done := rt.stop, rt.done

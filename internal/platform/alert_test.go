@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,5 +148,45 @@ func TestAlertRuntimeTerm(t *testing.T) {
 	defer rt.mu.Unlock()
 	if rt.running {
 		t.Fatal("Stop left the evaluator running")
+	}
+}
+
+// TestAlertRuntimeLeadershipLost: when the engine's leadership term ends, the evaluator
+// stops at once and forgets its rules (no waiting for leases to lapse while a new leader
+// evaluates too); the next term's first reconcile starts it again.
+func TestAlertRuntimeLeadershipLost(t *testing.T) {
+	var mu sync.Mutex
+	termCtx, endTerm := context.WithCancel(context.Background())
+	term := func() context.Context { mu.Lock(); defer mu.Unlock(); return termCtx }
+	// A long interval: only the term's end can stop the run within the test.
+	rt, err := newAlertRuntime(Options{Now: time.Now, Log: slog.New(slog.DiscardHandler), Term: term}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Stop()
+	rt.set(alerting.Rule{Key: "ns/a", Name: "a", Expr: "vector(1)"})
+	running := func() bool { rt.mu.Lock(); defer rt.mu.Unlock(); return rt.running }
+	if !running() {
+		t.Fatal("not running after a reconcile")
+	}
+	rt.mu.Lock()
+	done := rt.done
+	rt.mu.Unlock()
+	endTerm()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the evaluator kept running after the term ended")
+	}
+	if running() || len(rt.ev.Keys()) != 0 {
+		t.Fatalf("after the term: running %v, rules %v", running(), rt.ev.Keys())
+	}
+	mu.Lock()
+	termCtx, endTerm = context.WithCancel(context.Background())
+	mu.Unlock()
+	defer endTerm()
+	rt.set(alerting.Rule{Key: "ns/a", Name: "a", Expr: "vector(1)"})
+	if !running() || len(rt.ev.Keys()) != 1 {
+		t.Fatalf("next term: running %v, rules %v", running(), rt.ev.Keys())
 	}
 }

@@ -46,6 +46,11 @@ type Options struct {
 	Log *slog.Logger
 	// Events records drivers' Kubernetes Events (drift repaired); may be nil.
 	Events *Events
+	// Term is the context of the leadership term the engine's controllers run in (done
+	// when this server stops leading). Work a driver starts beyond one reconcile — the
+	// Alert evaluator — lives in it, so a server that lost the Lease stops at once rather
+	// than overlapping the new leader. Nil: context.Background (tests, a single server).
+	Term func() context.Context
 }
 
 // KindTuning overrides a kind's pipeline settings.

@@ -101,6 +101,8 @@ type lifecycleState struct {
 	events    *platform.Events
 	scheme    *runtime.Scheme
 	cfg       *rest.Config
+	// term is the engine's leadership term (the Alert evaluator runs in it).
+	term *leaderTerm
 	// tracking is closed once the CRDs are served and the graph is tracked: the engine's
 	// controllers wait for it.
 	tracking chan struct{}
@@ -153,11 +155,13 @@ func (s *Server) newLifecycle(inner platformAuthorizer) (*lifecycleState, error)
 	}
 	registry := servers.NewRegistry(direct) // the informer cache once synced (startLifecycle)
 	events := &platform.Events{}            // the controllers' recorder once they run
+	term := newLeaderTerm()
 	if err := platform.Register(engine, platform.Options{Client: direct, CA: s.pki.CA, CAKey: s.pki.CAKey, Counter: counter, Kinds: kinds,
-		Servers: registry, Gatherer: s.metrics, Bus: bus, Log: s.opts.Log.With("component", "platform"), Events: events}); err != nil {
+		Servers: registry, Gatherer: s.metrics, Bus: bus, Log: s.opts.Log.With("component", "platform"), Events: events,
+		Term: term.current}); err != nil {
 		return nil, err
 	}
-	return &lifecycleState{bus: bus, engine: engine, scheme: scheme, cfg: cfg, servers: registry, events: events,
+	return &lifecycleState{bus: bus, engine: engine, scheme: scheme, cfg: cfg, servers: registry, events: events, term: term,
 		admission: &platform.Admission{Engine: engine, Counter: counter},
 		authz:     &platform.Authorizer{Inner: inner}, tracking: make(chan struct{})}, nil
 }
@@ -328,6 +332,7 @@ type lifecycleController struct {
 
 func (c *lifecycleController) Start(ctx context.Context) error {
 	lc := c.s.lifecycle
+	lc.term.begin(ctx)
 	if c.s.opts.NoEngine {
 		<-ctx.Done()
 		return nil
@@ -355,6 +360,30 @@ func (c *lifecycleController) Start(ctx context.Context) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// leaderTerm holds the context of the engine's current leadership term (platform.Options.Term).
+type leaderTerm struct {
+	mu  sync.Mutex
+	ctx context.Context
+}
+
+func newLeaderTerm() *leaderTerm {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // not leading until a term begins
+	return &leaderTerm{ctx: ctx}
+}
+
+func (t *leaderTerm) begin(ctx context.Context) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.ctx = ctx
+}
+
+func (t *leaderTerm) current() context.Context {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ctx
 }
 
 // storeCounter counts objects in the store by key prefix (a count-only etcd range).
