@@ -133,6 +133,9 @@ func start(o Options) (*Cluster, error) {
 		return c, err
 	}
 	if o.SecondNode {
+		if err := c.buildKube(); err != nil {
+			return c, err
+		}
 		// Before the server: it listens on the veth's host address too.
 		if err := c.setupNetns(); err != nil {
 			return c, err

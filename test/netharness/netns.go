@@ -79,12 +79,20 @@ type agentProcess struct {
 	log     *os.File
 }
 
-func (c *Cluster) startNodeB(ctx context.Context, cs kubernetes.Interface) error {
+// buildKube builds the kube binary node B runs (a cold build takes minutes on a loaded
+// machine: 20 at most).
+func (c *Cluster) buildKube() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
 	c.KubeBin = filepath.Join(c.Dir, "kube")
 	build := exec.CommandContext(ctx, "go", "build", "-o", c.KubeBin, "kubeos.dev/kube/cmd/kube")
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %w\n%s", err, out)
 	}
+	return nil
+}
+
+func (c *Cluster) startNodeB(ctx context.Context, cs kubernetes.Interface) error {
 	kc, err := c.nodeKubeconfig(c.B.Name)
 	if err != nil {
 		return err

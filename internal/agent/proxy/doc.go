@@ -10,11 +10,12 @@
 //     per-endpoint timeout set;
 //   - internalTrafficPolicy / externalTrafficPolicy Local use only this node's endpoints
 //     (external traffic keeps its source address); terminating endpoints are used only as
-//     upstream's fallback; topology hints as upstream (k8s.io/kubernetes/pkg/proxy
-//     CategorizeEndpoints does the choosing);
-//   - a Service port with no endpoints rejects new connections (ICMP port-unreachable, so
-//     TCP connects fail with "connection refused"); one whose endpoints exist but none may
-//     be used for the policy drops them, as upstream;
+//     upstream's fallback (k8s.io/kubernetes/pkg/proxy CategorizeEndpoints does the
+//     choosing; the node's zone is not known to it, so zone hints are not applied);
+//   - a Service port with no endpoints rejects new connections (a TCP reset for TCP, so a
+//     connect fails with "connection refused" at once, also on the node itself; ICMP
+//     port-unreachable otherwise); one whose endpoints exist but none may be used for the
+//     policy drops them, as upstream;
 //   - headless Services get nothing, ExternalName ones are left to DNS, and a Service
 //     annotated kubeos.dev/node-local-dns: "true" is skipped (the node-local DNS answers on
 //     that address itself);

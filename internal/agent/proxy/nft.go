@@ -94,6 +94,11 @@ func (p *programmer) setup() error {
 	one := func(e expr.Any) []expr.Any { return []expr.Any{e} }
 
 	reject := chain(rejectChain, "", nil, nil)
+	// TCP gets a reset (a local connect sees ECONNREFUSED at once), the rest ICMP
+	// port-unreachable.
+	rule(reject, []expr.Any{&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{unix.IPPROTO_TCP}},
+		&expr.Reject{Type: unix.NFT_REJECT_TCP_RST}})
 	rule(reject, one(&expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: 3 /* port unreachable */}))
 
 	// Endpoint checks before DNAT: only reject verdicts are in these maps.

@@ -1,0 +1,139 @@
+// Package servicesnet tests the agent's Service proxy as users meet it: real busybox pods
+// on two nodes (the in-process agent on the host, a `kube agent` in its own network
+// namespace; test/netharness), Services in front of them, probes from pods, from each
+// node and through kubectl 1.33.
+package servicesnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/test/netharness"
+)
+
+var c *netharness.Cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(netharness.Run(m, netharness.Options{Name: "svc", SecondNode: true}, &c))
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// cgiScript serves on 8080: / the pod's name, /cgi-bin/ip the client's address.
+const cgiScript = `mkdir -p /www/cgi-bin && hostname > /www/index.html && ` +
+	`printf '#!/bin/sh\necho Content-Type: text/plain\necho\necho $REMOTE_ADDR\n' > /www/cgi-bin/ip && chmod +x /www/cgi-bin/ip && ` +
+	`exec httpd -f -p 8080 -h /www`
+
+// backend is a Ready httpd pod on node labelled app=label.
+func backend(t *testing.T, cs kubernetes.Interface, ns, name, node, label string) *corev1.Pod {
+	t.Helper()
+	p := netharness.HTTPDPod(name, node, map[string]string{"app": label})
+	p.Spec.Containers[0].Command = []string{"sh", "-c", cgiScript}
+	if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return nil
+}
+
+func waitReady(t *testing.T, cs kubernetes.Interface, ns string, names ...string) map[string]*corev1.Pod {
+	t.Helper()
+	out := map[string]*corev1.Pod{}
+	for _, n := range names {
+		out[n] = netharness.WaitPod(t, cs, ns, n, 2*time.Minute, "Ready", netharness.PodReady)
+	}
+	return out
+}
+
+// client is a pod that sleeps, for probes by exec.
+func client(t *testing.T, cs kubernetes.Interface, ns, name, node string) {
+	t.Helper()
+	if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), netharness.BusyboxPod(name, node, "exec sleep 100000"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	netharness.WaitPod(t, cs, ns, name, 2*time.Minute, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+}
+
+func service(t *testing.T, cs kubernetes.Interface, ns, name, label string, mutate func(*corev1.Service)) *corev1.Service {
+	t.Helper()
+	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"app": label},
+		Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
+	}}
+	if mutate != nil {
+		mutate(s)
+	}
+	s, err := cs.CoreV1().Services(ns).Create(context.Background(), s, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var httpc = &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+
+// get is a GET from the host (node A's network namespace).
+func get(url string) (string, error) {
+	resp, err := httpc.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return strings.TrimSpace(string(b)), err
+}
+
+// getFrom is a GET from node's network namespace (busybox wget).
+func getFrom(ctx context.Context, node netharness.Node, url string) (string, error) {
+	out, err := node.Command(ctx, "/bin/busybox", "wget", "-q", "-O-", "-T", "3", url).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("wget %s from %s: %w: %s", url, node.Name, err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// getFromPod is a GET from a pod (kubectl exec … wget).
+func getFromPod(t *testing.T, ns, pod, url string) (string, error) {
+	out, err := c.Exec(t, ns, pod, "wget", "-q", "-O-", "-T", "3", url)
+	return strings.TrimSpace(out), err
+}
+
+// eventually retries f until it succeeds (2 minutes at most).
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	servertest.Eventually(t, 2*time.Minute, 300*time.Millisecond, func() error {
+		if err := f(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	})
+}
+
+// refused says err is a refused TCP connect.
+func refused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+
+func dial(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, 3*time.Second)
+	if err == nil {
+		conn.Close()
+	}
+	return err
+}
