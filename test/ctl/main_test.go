@@ -1,0 +1,157 @@
+// Package ctl tests `kube ctl` (and `kubectl kube`, the same binary found by kubectl 1.33's
+// plugin lookup on PATH) against one in-process server with an audit log: a scenario with the
+// six platform kinds, a dependency chain three deep, a diamond, a cycle attempt, a failing and
+// a missing dependency, deletions held by a finalizer and by dependents, and a user with view
+// rights on one namespace only. The kube binary is built once here.
+package ctl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"kubeos.dev/kube/internal/server"
+	"kubeos.dev/kube/internal/server/servertest"
+)
+
+var (
+	srv       *servertest.Server
+	serverLog servertest.Buffer
+	kubeBin   string
+	binDir    string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	dir, err := servertest.TempDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ctl:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binDir = filepath.Join(dir, "bin")
+	kubeBin = filepath.Join(binDir, "kube")
+	if out, err := exec.Command("go", "build", "-o", kubeBin, "kubeos.dev/kube/cmd/kube").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "ctl: go build: %v\n%s", err, out)
+		return 1
+	}
+	// kubectl finds plugins on PATH: kubectl-kube is the same binary under the plugin's name.
+	if err := os.Symlink(kubeBin, filepath.Join(binDir, "kubectl-kube")); err != nil {
+		fmt.Fprintln(os.Stderr, "ctl:", err)
+		return 1
+	}
+	os.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  resources: [{group: kubeos.dev}]\n- level: None\n"), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "ctl:", err)
+		return 1
+	}
+	srv, err = servertest.StartWith(filepath.Join(dir, "kube"), &serverLog, func(o *server.Options) {
+		o.AuditPolicyFile, o.AuditLogPath = policy, filepath.Join(dir, "audit.log")
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ctl: start server: %v\n%s", err, serverLog.String())
+		return 1
+	}
+	defer srv.Stop()
+	return m.Run()
+}
+
+// result is what one run of the binary printed and its exit status.
+type result struct {
+	out, err string
+	code     int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+}
+
+// ctl runs `kube ctl args...` with kubeconfig.
+func ctl(t *testing.T, kubeconfig string, args ...string) result {
+	t.Helper()
+	return runBin(t, kubeBin, append([]string{"ctl", "--kubeconfig", kubeconfig}, args...)...)
+}
+
+func runBin(t *testing.T, bin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	home := t.TempDir()
+	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "KUBECACHEDIR=" + filepath.Join(home, "cache")}
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	r := result{out: o.String(), err: e.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("run %s %v: %v", bin, args, err)
+	}
+	return r
+}
+
+// ok runs kube ctl and fails the test unless it exits 0.
+func ok(t *testing.T, kubeconfig string, args ...string) string {
+	t.Helper()
+	r := ctl(t, kubeconfig, args...)
+	if r.code != 0 {
+		t.Fatalf("kube ctl %s: %s", strings.Join(args, " "), r)
+	}
+	return r.out
+}
+
+// kubectl runs kubectl 1.33 (PATH includes kubectl-kube).
+type kubectl struct{ bin, home string }
+
+func newKubectl(t *testing.T) kubectl {
+	bin, err := servertest.FindKubectl("1.33")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubectl{bin: bin, home: t.TempDir()}
+}
+
+func (k kubectl) run(kubeconfig, stdin string, args ...string) (string, string, error) {
+	return servertest.RunKubectl(k.bin, k.home, kubeconfig, stdin, args...)
+}
+
+func (k kubectl) ok(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	out, errOut, err := k.run(srv.Kubeconfig, stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+func (k kubectl) apply(t *testing.T, yaml string) {
+	t.Helper()
+	k.ok(t, yaml, "apply", "-f", "-")
+}
+
+// waitPhase waits until the object's status.phase is phase.
+func (k kubectl) waitPhase(t *testing.T, phase string, args ...string) {
+	t.Helper()
+	servertest.Eventually(t, 60*time.Second, 200*time.Millisecond, func() error {
+		out, errOut, err := k.run(srv.Kubeconfig, "", append([]string{"get", "-o", "jsonpath={.status.phase}"}, args...)...)
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, errOut)
+		}
+		if out != phase {
+			return fmt.Errorf("%v: phase %q, want %q", args, out, phase)
+		}
+		return nil
+	})
+}
