@@ -19,13 +19,14 @@ type Listener struct {
 	udp, tcp *dns.Server
 }
 
-// Listen binds addr (host:port) over UDP and TCP; Serve answers on it.
+// Listen binds addr (host:port) over UDP and TCP, on the same port; Serve answers on it.
 func Listen(addr string, h dns.Handler) (*Listener, error) {
 	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dns: listen udp %s: %w", addr, err)
 	}
-	l, err := net.Listen("tcp", addr)
+	// The same port over TCP (port 0 picked one for UDP).
+	l, err := net.Listen("tcp", pc.LocalAddr().String())
 	if err != nil {
 		pc.Close()
 		return nil, fmt.Errorf("dns: listen tcp %s: %w", addr, err)
