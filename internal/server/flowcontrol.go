@@ -7,6 +7,7 @@ import (
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	flowcontrolbootstrap "k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
 	"k8s.io/client-go/informers"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/kubernetes/pkg/registry/flowcontrol/ensurer"
 
 	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
+
+	"kubeos.dev/kube/internal/rbac"
 )
 
 // startFlowControlConfiguration keeps API priority and fairness's bootstrap configuration
@@ -69,17 +72,38 @@ func (s *Server) startFlowControlConfiguration(ctx context.Context, wg *sync.Wai
 	return nil
 }
 
+// kubeFlowSchemas are Kube's own suggested FlowSchemas beside upstream's: kube-controllers
+// puts the in-process controllers (group system:kube-controllers, whose users upstream's
+// schemas do not know) in workload-high, where upstream's kube-controller-manager schema
+// puts kube-controller-manager, instead of the small global-default level. They are kept as
+// upstream's suggested ones are.
+var kubeFlowSchemas = []*flowcontrolv1.FlowSchema{{
+	ObjectMeta: metav1.ObjectMeta{Name: "kube-controllers", Annotations: map[string]string{flowcontrolv1.AutoUpdateAnnotationKey: "true"}},
+	Spec: flowcontrolv1.FlowSchemaSpec{
+		PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "workload-high"},
+		MatchingPrecedence:         800,
+		DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+		Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+			Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindGroup, Group: &flowcontrolv1.GroupSubject{Name: rbac.ControllersGroup}}},
+			ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{flowcontrolv1.VerbAll}, APIGroups: []string{flowcontrolv1.APIGroupAll},
+				Resources: []string{flowcontrolv1.ResourceAll}, ClusterScope: true, Namespaces: []string{flowcontrolv1.NamespaceEvery}}},
+			NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{flowcontrolv1.VerbAll}, NonResourceURLs: []string{flowcontrolv1.NonResourceAll}}},
+		}},
+	},
+}}
+
 func ensureFlowControl(ctx context.Context, c flowcontrolclient.FlowcontrolV1Interface, fsLister flowcontrollisters.FlowSchemaLister, plcLister flowcontrollisters.PriorityLevelConfigurationLister) error {
 	plcOps := ensurer.NewPriorityLevelConfigurationOps(c.PriorityLevelConfigurations(), plcLister)
 	fsOps := ensurer.NewFlowSchemaOps(c.FlowSchemas(), fsLister)
+	suggested := append(append([]*flowcontrolv1.FlowSchema{}, flowcontrolbootstrap.SuggestedFlowSchemas...), kubeFlowSchemas...)
 	// Suggested first, then mandatory, then the removal of dangling bootstrap objects, as
 	// upstream orders them.
 	return errors.Join(
 		ensurer.EnsureConfigurations(ctx, plcOps, flowcontrolbootstrap.SuggestedPriorityLevelConfigurations, ensurer.NewSuggestedEnsureStrategy[*flowcontrolv1.PriorityLevelConfiguration]()),
-		ensurer.EnsureConfigurations(ctx, fsOps, flowcontrolbootstrap.SuggestedFlowSchemas, ensurer.NewSuggestedEnsureStrategy[*flowcontrolv1.FlowSchema]()),
+		ensurer.EnsureConfigurations(ctx, fsOps, suggested, ensurer.NewSuggestedEnsureStrategy[*flowcontrolv1.FlowSchema]()),
 		ensurer.EnsureConfigurations(ctx, plcOps, flowcontrolbootstrap.MandatoryPriorityLevelConfigurations, ensurer.NewMandatoryEnsureStrategy[*flowcontrolv1.PriorityLevelConfiguration]()),
 		ensurer.EnsureConfigurations(ctx, fsOps, flowcontrolbootstrap.MandatoryFlowSchemas, ensurer.NewMandatoryEnsureStrategy[*flowcontrolv1.FlowSchema]()),
-		ensurer.RemoveUnwantedObjects(ctx, fsOps, append(append([]*flowcontrolv1.FlowSchema{}, flowcontrolbootstrap.MandatoryFlowSchemas...), flowcontrolbootstrap.SuggestedFlowSchemas...)),
+		ensurer.RemoveUnwantedObjects(ctx, fsOps, append(append([]*flowcontrolv1.FlowSchema{}, flowcontrolbootstrap.MandatoryFlowSchemas...), suggested...)),
 		ensurer.RemoveUnwantedObjects(ctx, plcOps, append(append([]*flowcontrolv1.PriorityLevelConfiguration{}, flowcontrolbootstrap.MandatoryPriorityLevelConfigurations...), flowcontrolbootstrap.SuggestedPriorityLevelConfigurations...)),
 	)
 }

@@ -41,7 +41,7 @@ func TestFlowControlConfiguration(t *testing.T) {
 				return err
 			}
 		}
-		for _, name := range []string{"exempt", "catch-all", "probes", "system-leader-election", "service-accounts", "global-default"} {
+		for _, name := range []string{"exempt", "catch-all", "probes", "system-leader-election", "service-accounts", "global-default", "kube-controllers"} {
 			if _, err := fc.FlowSchemas().Get(ctx, name, metav1.GetOptions{}); err != nil {
 				return err
 			}
@@ -95,6 +95,35 @@ func TestFlowControlConfiguration(t *testing.T) {
 		}
 		if s := *got.Spec.Limited.NominalConcurrencyShares; s != want {
 			return fmt.Errorf("workload-high nominalConcurrencyShares %d, want %d", s, want)
+		}
+		return nil
+	})
+
+	// Kube's in-process controllers are classified into workload-high by Kube's own
+	// suggested FlowSchema, not into global-default.
+	kc, err := fc.FlowSchemas().Get(ctx, "kube-controllers", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kc.Spec.PriorityLevelConfiguration.Name != "workload-high" {
+		t.Fatalf("kube-controllers → %s", kc.Spec.PriorityLevelConfiguration.Name)
+	}
+	cfg := adminConfig(t)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.Eventually(t, 30*time.Second, 200*time.Millisecond, func() error {
+		req, _ := http.NewRequestWithContext(ctx, "GET", cfg.Host+"/api/v1/namespaces/default/configmaps", nil)
+		req.Header.Set("Impersonate-User", "system:kube-controller:test")
+		req.Header.Set("Impersonate-Group", "system:kube-controllers")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID); got != string(kc.UID) || resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("a controller's list classified as %s (%d)", flowSchemaName(ctx, fc, got), resp.StatusCode)
 		}
 		return nil
 	})
