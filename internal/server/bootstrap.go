@@ -45,7 +45,7 @@ func (s *Server) bootstrap(ctx context.Context) error {
 			return err
 		}
 	}
-	return s.ensureClusterDNS(ctx)
+	return nil
 }
 
 // ensureCreated retries create until the object exists (created now or before) or ctx ends.

@@ -392,6 +392,14 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	// --- end Services ---
+	// The cluster DNS Service (clusterdns.go): created once admission serves Services.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := s.ensureClusterDNS(ctrlCtx); err != nil && ctrlCtx.Err() == nil {
+			o.Log.Error("cluster DNS Service", "err", err)
+		}
+	}()
 	s.readyOnce.Do(func() { close(s.ready) })
 	fmt.Fprintf(o.Out, "Kube is ready at %s\n", s.URL)
 
