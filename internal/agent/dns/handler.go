@@ -60,7 +60,13 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	resp, zone := h.Handle(ctx, req, udp)
-	if err := w.WriteMsg(resp); err != nil && h.Log != nil {
+	b, err := resp.Pack()
+	if err != nil {
+		resp = new(dns.Msg)
+		resp.SetRcode(req, dns.RcodeServerFailure)
+		b, _ = resp.Pack()
+	}
+	if _, err := w.Write(b); err != nil && h.Log != nil {
 		h.Log.Debug("dns: write", "err", err)
 	}
 	if h.Metrics != nil {
@@ -72,15 +78,12 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		if !udp {
 			proto = "tcp"
 		}
-		t := typeLabel(qtype)
-		h.Metrics.requests.WithLabelValues(h.Server, zone, proto, family, t).Inc()
-		h.Metrics.responses.WithLabelValues(h.Server, zone, rcodeLabel(resp.Rcode), "").Inc()
-		h.Metrics.duration.WithLabelValues(h.Server, zone, t).Observe(time.Since(start).Seconds())
+		h.Metrics.observe(obsKey{server: h.Server, zone: zone, proto: proto, family: family, qtype: typeLabel(qtype), rcode: resp.Rcode}, time.Since(start))
 	}
 }
 
 // Handle answers req as it arrived over UDP (udp true) or TCP; zone is the metrics'
-// zone label (the cluster zone or "."). The answer always packs.
+// zone label (the cluster zone or "."). The answer fits the client's UDP size.
 func (h *Handler) Handle(ctx context.Context, req *dns.Msg, udp bool) (resp *dns.Msg, zone string) {
 	zone = "."
 	if len(req.Question) != 1 {
@@ -122,11 +125,6 @@ func (h *Handler) Handle(ctx context.Context, req *dns.Msg, udp bool) (resp *dns
 		resp.SetEdns0(advertisedUDPSize, opt.Do())
 	}
 	resp.Truncate(size)
-	if _, err := resp.Pack(); err != nil {
-		m := new(dns.Msg)
-		m.SetRcode(req, dns.RcodeServerFailure)
-		return m, zone
-	}
 	return resp, zone
 }
 

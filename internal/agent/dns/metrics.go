@@ -1,6 +1,9 @@
 package dns
 
 import (
+	"sync"
+	"time"
+
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -11,6 +14,34 @@ type Metrics struct {
 	requests  *prometheus.CounterVec   // server, zone, proto, family, type
 	responses *prometheus.CounterVec   // server, zone, rcode, plugin
 	duration  *prometheus.HistogramVec // server, zone, type
+
+	series sync.Map // obsKey -> *series: the label lookups done once per combination
+}
+
+type obsKey struct {
+	server, zone, proto, family, qtype string
+	rcode                              int
+}
+
+type series struct {
+	requests, responses prometheus.Counter
+	duration            prometheus.Observer
+}
+
+// observe counts one request answered with k's rcode after d.
+func (m *Metrics) observe(k obsKey, d time.Duration) {
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, &series{
+			requests:  m.requests.WithLabelValues(k.server, k.zone, k.proto, k.family, k.qtype),
+			responses: m.responses.WithLabelValues(k.server, k.zone, rcodeLabel(k.rcode), ""),
+			duration:  m.duration.WithLabelValues(k.server, k.zone, k.qtype),
+		})
+	}
+	s := v.(*series)
+	s.requests.Inc()
+	s.responses.Inc()
+	s.duration.Observe(d.Seconds())
 }
 
 // NewMetrics registers the metrics on reg.
