@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 )
@@ -34,6 +35,21 @@ type Options struct {
 	ClusterCIDR string
 	// Log receives the proxy's messages.
 	Log *slog.Logger
+	// Synced, when set, is called after each sync that programmed changes (benchmarks).
+	Synced func(SyncEvent)
+}
+
+// SyncEvent describes one sync whose rules are in the kernel.
+type SyncEvent struct {
+	// At is when the kernel had the rules (the netlink transaction returned).
+	At time.Time
+	// Took is the sync's duration.
+	Took time.Duration
+	// Services are the namespace/name of the Services whose Service or EndpointSlices
+	// changed since the previous sync.
+	Services []string
+	// Chains, Elements: per-service chains written or deleted, map elements changed.
+	Chains, Elements int
 }
 
 // parsed are the options in the form the rules need.

@@ -88,14 +88,12 @@ func New(o Options) (*Proxier, error) {
 // Run watches Services and EndpointSlices and keeps the table in step until ctx ends (the
 // rules stay in the kernel after it: a restarted agent takes them over without a gap).
 func (px *Proxier) Run(ctx context.Context) error {
-	factory := informers.NewSharedInformerFactoryWithOptions(px.o.Client, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {}))
 	svcFactory := informers.NewSharedInformerFactoryWithOptions(px.o.Client, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.LabelSelector = "!service.kubernetes.io/service-proxy-name"
 	}))
 	epFactory := informers.NewSharedInformerFactoryWithOptions(px.o.Client, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.LabelSelector = "!" + v1.IsHeadlessService
 	}))
-	_ = factory
 	sc := proxyconfig.NewServiceConfig(ctx, svcFactory.Core().V1().Services(), 0)
 	sc.RegisterEventHandler(px)
 	ec := proxyconfig.NewEndpointSliceConfig(ctx, epFactory.Discovery().V1().EndpointSlices(), 0)
@@ -165,15 +163,20 @@ func (px *Proxier) sync() error {
 	}
 	done := time.Now()
 	px.metrics.observeSync(done.Sub(start), d, done)
-	for svc, times := range epResult.LastChangeTriggerTimes {
+	for _, times := range epResult.LastChangeTriggerTimes {
 		for _, t := range times {
 			px.metrics.programming.Observe(done.Sub(t).Seconds())
 		}
-		_ = svc
 	}
+	var changed []string
 	for svc, t := range px.changeTime {
 		px.metrics.changeToKernel.Observe(done.Sub(t).Seconds())
 		delete(px.changeTime, svc)
+		changed = append(changed, svc)
+	}
+	if px.o.Synced != nil && len(changed) > 0 {
+		px.o.Synced(SyncEvent{At: done, Took: done.Sub(start), Services: changed,
+			Chains: st.chainsWritten + st.chainsDeleted, Elements: st.elementsChanged})
 	}
 	px.report, px.lastSync, px.lastErr = d.report, done, ""
 	if st.chainsWritten+st.chainsDeleted+st.elementsChanged > 0 {
