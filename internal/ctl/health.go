@@ -102,9 +102,13 @@ func (e *env) health(ctx context.Context, all bool, kind string) (*opsapi.Health
 	}
 	l, err := get("")
 	if apierrors.IsForbidden(err) {
+		note := fmt.Sprintf("cluster-wide health is hidden (you may not list %s.%s at the cluster scope); showing namespace %s",
+			opsapi.ResourceHealths, opsapi.Group, ns)
 		l, err = get(ns)
-		return l, fmt.Sprintf("cluster-wide health is hidden (you may not list %s.%s at the cluster scope); showing namespace %s",
-			opsapi.ResourceHealths, opsapi.Group, ns), err
+		if apierrors.IsForbidden(err) {
+			return &opsapi.HealthList{Namespace: ns}, note + ": hidden too (you may not list " + opsapi.ResourceHealths + "." + opsapi.Group + " there either; pick a namespace with -n)", nil
+		}
+		return l, note, err
 	}
 	return l, "", err
 }

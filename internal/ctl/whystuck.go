@@ -124,7 +124,7 @@ func newWhyStuckCommand(e *env) *cobra.Command {
 					}
 				}
 			}
-			fmt.Fprintln(w, "\nAudit entries since deletion began:")
+			fmt.Fprintln(w, "\nAudit entries since deletion began (writes):")
 			list, err := e.audit(ctx, auditFlags{uid: string(obj.GetUID()), since: ts.Time}, t.namespace)
 			switch {
 			case apierrors.IsServiceUnavailable(err):
@@ -136,6 +136,16 @@ func newWhyStuckCommand(e *env) *cobra.Command {
 			case err != nil:
 				return err
 			}
+			// Writes only: the reads of tools polling the object (this one too) are noise here.
+			writes := list.Items[:0]
+			for _, ev := range list.Items {
+				switch ev.Verb {
+				case "get", "list", "watch":
+				default:
+					writes = append(writes, ev)
+				}
+			}
+			list.Items = writes
 			return printAudit(w, list, "")
 		},
 	}
