@@ -2,6 +2,7 @@ package netpol
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
+	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -34,7 +36,34 @@ type Table struct {
 
 // NewTable is the table name (family ip) in the network namespace opts give (default
 // the process's); nothing is programmed until Sync.
-func NewTable(name string, opts ...nftables.ConnOption) *Table { return &Table{name: name, conn: opts} }
+func NewTable(name string, opts ...nftables.ConnOption) *Table {
+	return &Table{name: name, conn: append([]nftables.ConnOption{nftables.WithSockOptions(bigBuffers)}, opts...)}
+}
+
+// bufferBytes is the netlink socket's buffer size: the kernel acknowledges every message
+// of a transaction, and a whole-table transaction has thousands.
+const bufferBytes = 64 << 20
+
+// bigBuffers raises the socket's receive and send buffers past the sysctl limits (we are
+// root), else as far as they allow.
+func bigBuffers(c *netlink.Conn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = errors.Join(unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, bufferBytes),
+			unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, bufferBytes))
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		_ = c.SetReadBuffer(bufferBytes)
+		_ = c.SetWriteBuffer(bufferBytes)
+	}
+	return nil
+}
 
 func (t *Table) table() *nftables.Table {
 	return &nftables.Table{Name: t.name, Family: nftables.TableFamilyIPv4}
