@@ -60,7 +60,7 @@ func TestThroughService(t *testing.T) {
 	expect("no policy", map[string]bool{"y/b": true, "z/b": true})
 	allowY := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "x", Name: "allow-y"}, Spec: networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pod": "a"}},
-		Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"ns": "y"}}}}}},
+		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"ns": "y"}}}}}},
 	}}
 	if err := m.apply(ctx, netpoltest.Case{Name: "allow-y", Policies: func(netpoltest.Env) []*networkingv1.NetworkPolicy { return []*networkingv1.NetworkPolicy{allowY} }}); err != nil {
 		t.Fatal(err)
