@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"kubeos.dev/kube/internal/controllers/apiservice"
 	"kubeos.dev/kube/internal/controllers/certificates"
 	"kubeos.dev/kube/internal/controllers/garbagecollector"
 	"kubeos.dev/kube/internal/controllers/leader"
@@ -62,6 +63,11 @@ var electedControllers = []electedController{
 		return certificates.New(cfg, certificates.Options{CAFile: s.pki.CAFile, CAKeyFile: s.pki.CAKeyFile, Duration: s.opts.ClusterSigningDuration, Log: log})
 	}},
 	// --- end certificates ---
+	// The local APIServices of every served group-version (kube-aggregator's autoregister
+	// and crdregistration), internal/controllers/apiservice.
+	{name: apiservice.ControllerName, new: func(_ *Server, cfg *rest.Config, log *slog.Logger) (starter, error) {
+		return apiservice.New(cfg, log)
+	}},
 	// The lifecycle engine with the built-in kubeos.dev kinds (lifecycle.go).
 	{name: "lifecycle", new: func(s *Server, _ *rest.Config, log *slog.Logger) (starter, error) {
 		return &lifecycleController{s: s, log: log}, nil

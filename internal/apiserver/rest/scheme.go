@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
 // scheme knows every built-in Go type, for protobuf request bodies.
@@ -14,6 +15,9 @@ var scheme = func() *runtime.Scheme {
 		panic(err)
 	}
 	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiregistrationv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/kube-aggregator/pkg/registry/apiservice"
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicy"
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/mutatingadmissionpolicybinding"
 	"k8s.io/kubernetes/pkg/registry/admissionregistration/resolver"
@@ -222,6 +223,11 @@ func defs() []def {
 			strategy: flowschema.Strategy, status: flowschema.StatusStrategy},
 		{group: "flowcontrol.apiserver.k8s.io", version: "v1", kind: "PriorityLevelConfiguration", resource: "prioritylevelconfigurations", singular: "prioritylevelconfiguration",
 			strategy: prioritylevelconfiguration.Strategy, status: prioritylevelconfiguration.StatusStrategy},
+
+		// apiregistration.k8s.io/v1 (kube-aggregator's APIService; the local ones for every
+		// served group-version are kept by internal/controllers/apiservice)
+		{group: "apiregistration.k8s.io", version: "v1", kind: "APIService", resource: "apiservices", singular: "apiservice",
+			categories: []string{"api-extensions"}, strategy: apiservice.NewStrategy(scheme), status: apiservice.NewStatusStrategy(scheme)},
 
 		// storagemigration.k8s.io/v1 (kube-controller-manager's storage version migrator)
 		{group: "storagemigration.k8s.io", version: "v1", kind: "StorageVersionMigration", resource: "storageversionmigrations", singular: "storageversionmigration",

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiregistrationinstall "k8s.io/kube-aggregator/pkg/apis/apiregistration/install"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	// Every group this package serves, registered in legacyscheme with its internal types,
@@ -29,6 +30,10 @@ import (
 
 // scheme is upstream's: internal and versioned types, conversions, defaulting functions.
 var scheme = legacyscheme.Scheme
+
+// kube-aggregator registers apiregistration.k8s.io in a scheme of its own; Kube serves it
+// beside the other groups, from the same scheme.
+func init() { apiregistrationinstall.Install(scheme) }
 
 // external decodes an unstructured object into its versioned Go type (gvk's).
 func external(u map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
