@@ -64,8 +64,14 @@ func main() {
 	for _, ivs := range prog.Sets {
 		elements += len(ivs)
 	}
+	nLocal := 0
+	for _, p := range s.Pods {
+		if p.Local {
+			nLocal++
+		}
+	}
 	fmt.Printf("cluster: %d pods (%d local), %d namespaces, %d policies -> %d local pods filtered, %d sets, %d intervals\n",
-		len(s.Pods), *local, *nss, *policies, len(prog.Pods), len(prog.Sets), elements)
+		len(s.Pods), nLocal, *nss, *policies, len(prog.Pods), len(prog.Sets), elements)
 	fmt.Printf("first program: compute %v, table (one transaction) %v\n", compute.Round(time.Microsecond), first.Round(time.Microsecond))
 
 	var incT, computeT, fullT []time.Duration
