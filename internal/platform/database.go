@@ -224,6 +224,15 @@ func (d *databaseDriver) ensure(ctx context.Context, db *v1alpha1.Database, reas
 	if err := writeConnectionSecret(ctx, d.o.Client, db, "Database", t.secret, data); err != nil {
 		return lifecycle.Outcome{}, err
 	}
+	if reset := postgres.PasswordOf(t.spec.Role); slices.Contains(created, reset) {
+		created = slices.DeleteFunc(created, func(s string) bool { return s == reset })
+		if provisionedBefore && len(created) == 0 {
+			reason = "PasswordReset"
+			msg = fmt.Sprintf("the password of role %s was changed on server %s outside Kube; reset to the connection Secret's", t.spec.Role, t.entry.Name)
+			d.o.Events.Warning(db, reason, "Observe", msg)
+			d.o.Log.Info("drift repaired", "kind", "Database", "namespace", db.Namespace, "name", db.Name, "reset", reset)
+		}
+	}
 	if len(created) > 0 && provisionedBefore {
 		reason = "Recreated"
 		msg = fmt.Sprintf("%s was missing on server %s (removed outside Kube); re-created", strings.Join(created, " and "), t.entry.Name)

@@ -134,8 +134,13 @@ metadata: {name: alerting}
 spec:
   environments: [dev]
   admins: [{kind: User, name: alert-alice}]
----
-apiVersion: rbac.authorization.k8s.io/v1
+`, "apply", "-f", "-"))
+	// The Tenant's namespace comes from the engine's reconcile: wait for it.
+	servertest.Eventually(t, 60*time.Second, 200*time.Millisecond, func() error {
+		_, err := cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+		return err
+	})
+	must(admin(`apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: alerts-editor, namespace: alerting-dev}
 rules:

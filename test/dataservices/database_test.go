@@ -141,6 +141,24 @@ func TestDatabase(t *testing.T) {
 		}
 	})
 
+	t.Run("a password changed behind Kube's back is reset", func(t *testing.T) {
+		adminExec(t, "ALTER ROLE acme_dev_orders PASSWORD 'changed-outside'")
+		if _, err := psql(orders["uri"], "SELECT 1"); err == nil {
+			t.Fatal("the old password still logs in after ALTER ROLE")
+		}
+		eventually(t, 30*time.Second, func() error {
+			_, err := psql(orders["uri"], "SELECT 1")
+			return err
+		})
+		eventually(t, 10*time.Second, func() error {
+			out, _, _ := kubectl(t, aliceKubeconfig, "", "get", "events", "-n", acmeNS, "--field-selector", "involvedObject.name=orders", "-o", "jsonpath={.items[*].reason}")
+			if !strings.Contains(out, "PasswordReset") {
+				return fmt.Errorf("events: %q", out)
+			}
+			return nil
+		})
+	})
+
 	t.Run("a removed role is re-created", func(t *testing.T) {
 		adminExec(t, "DROP DATABASE globex_dev_ledger WITH (FORCE)")
 		adminExec(t, "DROP ROLE globex_dev_ledger")

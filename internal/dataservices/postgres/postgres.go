@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -62,6 +63,10 @@ type State struct {
 	SizeBytes int64
 	// Extensions and Schemas present in the database (of those asked for).
 	Extensions, Schemas []string
+	// PasswordChanged: the role's stored verifier was not made from the spec's password (a
+	// password changed outside Kube). Only known when the admin may read pg_authid (a
+	// superuser); false otherwise.
+	PasswordChanged bool
 }
 
 // Server is an admin connection pool to one PostgreSQL server, plus pools to its databases
@@ -117,6 +122,9 @@ func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
 // literal quotes a string constant (standard_conforming_strings is on since PostgreSQL 9.1).
 func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
+// PasswordOf names, in Ensure's report, a role password that was reset.
+func PasswordOf(role string) string { return "password of role " + role }
+
 // marker is the role comment that records its owner.
 func marker(owner string) string { return "kubeos.dev/owner=" + owner }
 
@@ -159,13 +167,19 @@ func (s *Server) databaseOwner(ctx context.Context, db string) (exists bool, own
 	return true, owner, nil
 }
 
-// Observe reports the state of sp on the server (sp.Password is not used).
+// Observe reports the state of sp on the server (the password is checked when sp.Password
+// is set).
 func (s *Server) Observe(ctx context.Context, sp Spec) (State, error) {
 	var st State
 	var err error
 	st.RoleExists, st.CanLogin, st.ConnectionLimit, err = s.roleOwner(ctx, s.pool, sp.Role, sp.Owner)
 	if err != nil {
 		return st, err
+	}
+	if st.RoleExists && sp.Password != "" {
+		if st.PasswordChanged, err = s.passwordChanged(ctx, sp.Role, sp.Password); err != nil {
+			return st, err
+		}
 	}
 	exists, owner, err := s.databaseOwner(ctx, sp.Database)
 	if err != nil {
@@ -224,9 +238,27 @@ func (s *Server) Observe(ctx context.Context, sp Spec) (State, error) {
 	return st, nil
 }
 
-// UpToDate reports whether st matches sp (the password is not observable).
+// passwordChanged reads the role's SCRAM verifier from pg_authid (superusers only: for
+// another admin the password is not observable and this reports false) and checks it
+// against password.
+func (s *Server) passwordChanged(ctx context.Context, role, password string) (bool, error) {
+	var verifier *string
+	err := s.pool.QueryRow(ctx, `SELECT rolpassword FROM pg_authid WHERE rolname = $1`, role).Scan(&verifier)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "42501": // insufficient_privilege
+		return false, nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("postgres: password of role %s: %w", role, err)
+	}
+	return verifier == nil || !VerifierMatches(*verifier, password), nil
+}
+
+// UpToDate reports whether st matches sp.
 func (st State) UpToDate(sp Spec) bool {
-	if !st.RoleExists || !st.DatabaseExists || !st.CanLogin || st.PublicConnect || st.ConnectionLimit != sp.ConnectionLimit {
+	if !st.RoleExists || !st.DatabaseExists || !st.CanLogin || st.PublicConnect || st.ConnectionLimit != sp.ConnectionLimit || st.PasswordChanged {
 		return false
 	}
 	if !sameSet(st.Extensions, sp.Extensions) || !sameSet(st.Schemas, sp.Schemas) {
@@ -282,7 +314,8 @@ func tableLevel(privs []string) []string {
 }
 
 // Ensure creates or repairs the role and the database of sp and sets the role's password.
-// It reports what it had to create (for drift reporting).
+// It reports what it had to create or repair (for drift reporting): "role R", "database D",
+// and PasswordOf(R) when the role's password had been changed outside Kube.
 func (s *Server) Ensure(ctx context.Context, sp Spec) (created []string, err error) {
 	verifier, err := ScramVerifier(sp.Password)
 	if err != nil {
@@ -291,6 +324,15 @@ func (s *Server) Ensure(ctx context.Context, sp Spec) (created []string, err err
 	exists, _, _, err := s.roleOwner(ctx, s.pool, sp.Role, sp.Owner)
 	if err != nil {
 		return nil, err
+	}
+	if exists {
+		changed, err := s.passwordChanged(ctx, sp.Role, sp.Password)
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			created = append(created, PasswordOf(sp.Role))
+		}
 	}
 	attrs := fmt.Sprintf("LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE INHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT %d PASSWORD %s",
 		sp.ConnectionLimit, literal(verifier))

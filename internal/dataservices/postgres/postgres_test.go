@@ -24,6 +24,34 @@ func TestScramVerifierKnownAnswer(t *testing.T) {
 	}
 }
 
+func TestVerifierMatches(t *testing.T) {
+	rfc := "SCRAM-SHA-256$4096:W22ZaJ0SNY7soEsUEjb6gQ==$WG5d8oPm3OtcPnkdi4Uo7BkeZkBFzpcXkuLmtbsT4qY=:wfPLwcE6nTWhTAmQ7tl2KeoiWGPlZqQxSrmfPwDl2dU="
+	fresh, err := ScramVerifier("s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, verifier, password string
+		want                     bool
+	}{
+		{"RFC 7677's example", rfc, "pencil", true},
+		{"another password", rfc, "pencil2", false},
+		{"a fresh verifier", fresh, "s3cret", true},
+		{"a fresh verifier, wrong password", fresh, "secret", false},
+		{"md5", "md5" + strings.Repeat("0", 32), "pencil", false},
+		{"empty", "", "pencil", false},
+		{"no keys", "SCRAM-SHA-256$4096:W22ZaJ0SNY7soEsUEjb6gQ==", "pencil", false},
+		{"bad iterations", "SCRAM-SHA-256$x:W22ZaJ0SNY7soEsUEjb6gQ==$a:b", "pencil", false},
+		{"huge iterations", "SCRAM-SHA-256$999999999:W22ZaJ0SNY7soEsUEjb6gQ==$a:b", "pencil", false},
+		{"bad salt", "SCRAM-SHA-256$4096:!!$a:b", "pencil", false},
+		{"other keys", strings.Replace(rfc, "wfPL", "xfPL", 1), "pencil", false},
+	} {
+		if got := VerifierMatches(c.verifier, c.password); got != c.want {
+			t.Errorf("%s: VerifierMatches = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 func connect(t *testing.T, url string) error {
 	t.Helper()
 	c, err := pgx.Connect(context.Background(), url)

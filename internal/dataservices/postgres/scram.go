@@ -5,8 +5,11 @@ import (
 	"crypto/pbkdf2"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // scramIterations is PostgreSQL's default scram_iterations.
@@ -32,6 +35,38 @@ func scramVerifier(password string, salt []byte, iter int) (string, error) {
 	serverKey := hmacSum(salted, "Server Key")
 	b := base64.StdEncoding.EncodeToString
 	return fmt.Sprintf("SCRAM-SHA-256$%d:%s$%s:%s", iter, b(salt), b(stored[:]), b(serverKey)), nil
+}
+
+// VerifierMatches reports whether verifier (as pg_authid.rolpassword holds it) was made from
+// password: the salted password recomputed with the verifier's salt and iterations gives
+// its StoredKey and ServerKey. A verifier of another form (md5, none) does not match.
+func VerifierMatches(verifier, password string) bool {
+	rest, ok := strings.CutPrefix(verifier, "SCRAM-SHA-256$")
+	if !ok {
+		return false
+	}
+	params, keys, ok := strings.Cut(rest, "$")
+	if !ok {
+		return false
+	}
+	iterS, salt64, ok := strings.Cut(params, ":")
+	if !ok {
+		return false
+	}
+	iter, err := strconv.Atoi(iterS)
+	if err != nil || iter <= 0 || iter > 1<<24 {
+		return false
+	}
+	salt, err := base64.StdEncoding.DecodeString(salt64)
+	if err != nil {
+		return false
+	}
+	want, err := scramVerifier(password, salt, iter)
+	if err != nil {
+		return false
+	}
+	_, wantKeys, _ := strings.Cut(strings.TrimPrefix(want, "SCRAM-SHA-256$"), "$")
+	return subtle.ConstantTimeCompare([]byte(wantKeys), []byte(keys)) == 1
 }
 
 func hmacSum(key []byte, msg string) []byte {
