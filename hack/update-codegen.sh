@@ -5,7 +5,10 @@
 #
 #   hack/update-codegen.sh            rewrite pkg/client/{applyconfiguration,clientset,informers,listers}
 #   hack/update-codegen.sh --verify   generate into a temporary directory and fail (exit 1, with
-#                                     a diff) if pkg/client differs; test/codegen runs this
+#                                     a diff) if pkg/client differs
+#   hack/update-codegen.sh --output-dir DIR
+#                                     generate into DIR/{applyconfiguration,...} only (test/codegen
+#                                     compares that with pkg/client)
 #
 # The generators are the code-generator version pinned below, built from the Go module cache
 # into their own GOBIN under GOCACHE (nothing else on the machine is touched). Deepcopy stays
@@ -26,10 +29,16 @@ OUT_PKG="${MODULE}/pkg/client"
 SUBDIRS=(applyconfiguration clientset informers listers)
 
 verify=false
+output_dir=""
 case "${1:-}" in
 "") ;;
 --verify) verify=true ;;
-*) echo "usage: $0 [--verify]" >&2; exit 2 ;;
+--output-dir)
+    output_dir="${2:?--output-dir needs a directory}"
+    mkdir -p "${output_dir}"
+    output_dir="$(cd "${output_dir}" && pwd -P)"
+    ;;
+*) echo "usage: $0 [--verify | --output-dir DIR]" >&2; exit 2 ;;
 esac
 
 cd "${ROOT}"
@@ -80,6 +89,15 @@ cp "${tmp}/pass1/pkg/lifecycle/status.go" "${out}/applyconfiguration/lifecycle/s
     --versioned-clientset-package "${OUT_PKG}/clientset/versioned" \
     --listers-package "${OUT_PKG}/listers" \
     "${API_PKG}"
+
+if [[ -n "${output_dir}" ]]; then
+    for d in "${SUBDIRS[@]}"; do
+        rm -rf "${output_dir:?}/${d}"
+        cp -R "${out}/${d}" "${output_dir}/${d}"
+    done
+    echo "update-codegen: generated into ${output_dir}"
+    exit 0
+fi
 
 if "${verify}"; then
     status=0
