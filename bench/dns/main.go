@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,9 +48,22 @@ func main() {
 	cpu := flag.String("cpu", "", "CPU list the server is pinned to (taskset -c); empty: not pinned")
 	clientCPU := flag.String("client-cpu", "", "CPU list the load generator is pinned to")
 	metrics := flag.Bool("metrics", true, "count CoreDNS metrics in the server (as the agent does)")
+	profile := flag.String("cpuprofile", "", "write the server's CPU profile here")
+	echo := flag.Bool("echo", false, "the server is a bare UDP echo loop instead (the sockets' ceiling on this machine)")
 	flag.Parse()
 	if *serve {
-		if err := runServer(*services, *metrics); err != nil {
+		if *profile != "" {
+			f, err := os.Create(*profile)
+			if err == nil {
+				_ = pprof.StartCPUProfile(f)
+				defer pprof.StopCPUProfile()
+			}
+		}
+		run := func() error { return runServer(*services, *metrics) }
+		if *echo {
+			run = runEcho
+		}
+		if err := run(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -58,7 +72,7 @@ func main() {
 	if *clientCPU != "" {
 		pinSelf(*clientCPU)
 	}
-	if err := runClient(*services, *inflight, *duration, *cpu, *metrics); err != nil {
+	if err := runClient(*services, *inflight, *duration, *cpu, *metrics, *profile, *echo); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -102,6 +116,29 @@ func runServer(n int, withMetrics bool) error {
 	return l.Serve(ctx)
 }
 
+// runEcho answers every packet with itself from one goroutine: what one core does with
+// the same sockets and no DNS work.
+func runEcho() error {
+	runtime.GOMAXPROCS(1)
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	go func() {
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+		pc.Close()
+	}()
+	fmt.Println(pc.LocalAddr().String())
+	buf := make([]byte, 1500)
+	for {
+		n, addr, err := pc.ReadFrom(buf)
+		if err != nil {
+			return nil
+		}
+		_, _ = pc.WriteTo(buf[:n], addr)
+	}
+}
+
 type result struct {
 	Services   int     `json:"services"`
 	Inflight   int     `json:"inflight"`
@@ -116,15 +153,16 @@ type result struct {
 	ServerCPU  string  `json:"server_cpu"`
 	ClientCPU  int     `json:"client_gomaxprocs"`
 	Metrics    bool    `json:"metrics"`
+	Echo       bool    `json:"echo"`
 	ServerCPUs float64 `json:"server_cpu_seconds"`
 }
 
-func runClient(n, inflight int, d time.Duration, cpu string, withMetrics bool) error {
+func runClient(n, inflight int, d time.Duration, cpu string, withMetrics bool, profile string, echo bool) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	args := []string{"-serve", "-services", strconv.Itoa(n), "-metrics=" + strconv.FormatBool(withMetrics)}
+	args := []string{"-serve", "-services", strconv.Itoa(n), "-metrics=" + strconv.FormatBool(withMetrics), "-cpuprofile", profile, "-echo=" + strconv.FormatBool(echo)}
 	var cmd *exec.Cmd
 	if cpu != "" {
 		cmd = exec.Command("taskset", append([]string{"-c", cpu, self}, args...)...)
@@ -259,7 +297,7 @@ func runClient(n, inflight int, d time.Duration, cpu string, withMetrics bool) e
 	}
 	r := result{Services: n, Inflight: inflight, Seconds: elapsed.Seconds(), Queries: len(lat), QPS: float64(len(lat)) / elapsed.Seconds(),
 		Timeouts: timeouts, Errors: errs, P50ms: pct(0.5), P99ms: pct(0.99), P999ms: pct(0.999), ServerCPU: cpu,
-		ClientCPU: runtime.GOMAXPROCS(0), Metrics: withMetrics, ServerCPUs: usage1 - usage0}
+		ClientCPU: runtime.GOMAXPROCS(0), Metrics: withMetrics, Echo: echo, ServerCPUs: usage1 - usage0}
 	return json.NewEncoder(os.Stdout).Encode(r)
 }
 

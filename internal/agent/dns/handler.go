@@ -40,7 +40,7 @@ type Handler struct {
 
 var _ dns.Handler = (*Handler)(nil)
 
-// ServeDNS answers one request from the listener.
+// ServeDNS answers one request from the listener (TCP: miekg/dns's server).
 func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	start := time.Now()
 	udp := true
@@ -53,6 +53,13 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	} else if a, ok := w.RemoteAddr().(*net.UDPAddr); ok && a.IP.To4() == nil {
 		family = "2"
 	}
+	if _, err := w.Write(h.respond(req, udp, family, start)); err != nil && h.Log != nil {
+		h.Log.Debug("dns: write", "err", err)
+	}
+}
+
+// respond is the packed answer to req, counted in the metrics.
+func (h *Handler) respond(req *dns.Msg, udp bool, family string, start time.Time) []byte {
 	timeout := h.Timeout
 	if timeout == 0 {
 		timeout = 5 * time.Second
@@ -66,9 +73,6 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		resp.SetRcode(req, dns.RcodeServerFailure)
 		b, _ = resp.Pack()
 	}
-	if _, err := w.Write(b); err != nil && h.Log != nil {
-		h.Log.Debug("dns: write", "err", err)
-	}
 	if h.Metrics != nil {
 		qtype := uint16(0)
 		if len(req.Question) > 0 {
@@ -80,6 +84,16 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		}
 		h.Metrics.observe(obsKey{server: h.Server, zone: zone, proto: proto, family: family, qtype: typeLabel(qtype), rcode: resp.Rcode}, time.Since(start))
 	}
+	return b
+}
+
+// local says req is answered from the index alone (no upstream round trip, except to
+// chase an ExternalName's target).
+func (h *Handler) local(req *dns.Msg) bool {
+	if len(req.Question) != 1 {
+		return true
+	}
+	return h.Resolver.Handles(req.Question[0].Name)
 }
 
 // Handle answers req as it arrived over UDP (udp true) or TCP; zone is the metrics'

@@ -303,3 +303,31 @@ func TestUpstreams(t *testing.T) {
 		t.Error("a missing resolv.conf is no error")
 	}
 }
+
+// TestServerMalformed: a packet with a query's header that does not parse gets FORMERR
+// with its ID; the server keeps answering.
+func TestServerMalformed(t *testing.T) {
+	addr, _ := startServer(t, startUpstream(t), nil)
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// ID 0x1234, RD, one question whose name runs past the packet's end.
+	if _, err := conn.Write([]byte{0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 63, 'a', 'b'}); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 512)
+	n, err := conn.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := new(dns.Msg)
+	if err := m.Unpack(buf[:n]); err != nil || m.Id != 0x1234 || m.Rcode != dns.RcodeFormatError || !m.Response {
+		t.Fatalf("reply to a malformed query: %v %v", m, err)
+	}
+	if got := render(query(t, "udp", addr, "backend.shop.svc.cluster.local.", dns.TypeA, 0)); got != "NOERROR | A 10.96.0.20" {
+		t.Errorf("after the malformed packet: %s", got)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
@@ -29,6 +31,10 @@ func EnsureAddress(ctx context.Context, link string, addr netip.Addr) error {
 				return fmt.Errorf("dns: interface %s: %w; %w", link, err, err2)
 			}
 		}
+	}
+	if addr.Is4() {
+		// No IPv6 link-local address on it: the link holds the DNS address only.
+		_ = os.WriteFile(filepath.Join("/proc/sys/net/ipv6/conf", link, "disable_ipv6"), []byte("1"), 0o644)
 	}
 	if err := ipCmd(ctx, "link", "set", "dev", link, "up"); err != nil {
 		return fmt.Errorf("dns: interface %s: %w", link, err)

@@ -118,6 +118,22 @@ func (r *Resolver) Answer(req *dns.Msg) (resp *dns.Msg, ok bool) {
 	return r.nxdomain(m), true
 }
 
+// Handles says Answer answers name itself (the zone, or a reverse name it knows).
+func (r *Resolver) Handles(name string) bool {
+	name = strings.ToLower(name)
+	zone := r.zone()
+	if name == zone || strings.HasSuffix(name, "."+zone) {
+		return true
+	}
+	a, ok := reverseAddr(name)
+	if !ok {
+		return false
+	}
+	r.Index.mu.RLock()
+	defer r.Index.mu.RUnlock()
+	return len(r.Index.ptr[a]) > 0
+}
+
 func (r *Resolver) reply(req *dns.Msg) *dns.Msg {
 	m := new(dns.Msg)
 	m.SetReply(req)
