@@ -24,10 +24,10 @@ func TestThroughService(t *testing.T) {
 	m := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := m.apply(ctx, netpoltest.Case{Name: "none", Policies: func(netpoltest.Env) []*networkingv1.NetworkPolicy { return nil }}); err != nil {
+	if err := m.Apply(ctx, netpoltest.Case{Name: "none", Policies: func(netpoltest.Env) []*networkingv1.NetworkPolicy { return nil }}); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := m.cs.CoreV1().Services("x").Create(ctx, &corev1.Service{
+	svc, err := m.CS.CoreV1().Services("x").Create(ctx, &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "s-x-a"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"pod": "a"},
 			Ports: []corev1.ServicePort{{Name: "http", Port: 8000, TargetPort: intstr.FromString("serve-80-tcp")}}},
@@ -35,11 +35,11 @@ func TestThroughService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = m.cs.CoreV1().Services("x").Delete(context.Background(), "s-x-a", metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = m.CS.CoreV1().Services("x").Delete(context.Background(), "s-x-a", metav1.DeleteOptions{}) })
 	vip := svc.Spec.ClusterIP
 	connects := func(from string) (bool, error) {
 		ns, pod, _ := strings.Cut(from, "/")
-		out, err := m.exec(ctx, ns, pod, "sh", "-c", fmt.Sprintf(`if nc -w 2 %s 8000 </dev/null >/dev/null 2>&1; then echo yes; else echo no; fi`, vip))
+		out, err := m.Exec(ctx, ns, pod, "sh", "-c", fmt.Sprintf(`if nc -w 2 %s 8000 </dev/null >/dev/null 2>&1; then echo yes; else echo no; fi`, vip))
 		return strings.TrimSpace(out) == "yes", err
 	}
 	expect := func(what string, want map[string]bool) {
@@ -62,7 +62,7 @@ func TestThroughService(t *testing.T) {
 		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pod": "a"}},
 		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"ns": "y"}}}}}},
 	}}
-	if err := m.apply(ctx, netpoltest.Case{Name: "allow-y", Policies: func(netpoltest.Env) []*networkingv1.NetworkPolicy { return []*networkingv1.NetworkPolicy{allowY} }}); err != nil {
+	if err := m.Apply(ctx, netpoltest.Case{Name: "allow-y", Policies: func(netpoltest.Env) []*networkingv1.NetworkPolicy { return []*networkingv1.NetworkPolicy{allowY} }}); err != nil {
 		t.Fatal(err)
 	}
 	expect("ingress to x/a only from y", map[string]bool{"y/b": true, "z/b": false})

@@ -212,3 +212,36 @@ func TestRules(t *testing.T) {
 		}
 	}
 }
+
+func TestRelevantChange(t *testing.T) {
+	base := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p", Labels: map[string]string{"app": "x"}, ResourceVersion: "1"},
+		Spec:   corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.2"}}
+	mod := func(f func(p *corev1.Pod)) *corev1.Pod { p := base.DeepCopy(); f(p); return p }
+	for name, c := range map[string]struct {
+		new  *corev1.Pod
+		want bool
+	}{
+		"resourceVersion only": {mod(func(p *corev1.Pod) { p.ResourceVersion = "2" }), false},
+		"conditions only":      {mod(func(p *corev1.Pod) { p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady}} }), false},
+		"label":                {mod(func(p *corev1.Pod) { p.Labels = map[string]string{"app": "y"} }), true},
+		"address":              {mod(func(p *corev1.Pod) { p.Status.PodIP = "10.0.0.3" }), true},
+		"finished":             {mod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), true},
+		"port":                 {mod(func(p *corev1.Pod) { p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80}} }), true},
+		"node":                 {mod(func(p *corev1.Pod) { p.Spec.NodeName = "n2" }), true},
+	} {
+		if got := relevantChange(base, c.new); got != c.want {
+			t.Errorf("%s: %v", name, got)
+		}
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"k": "v"}}}
+	ns2 := ns.DeepCopy()
+	ns2.ResourceVersion = "9"
+	if relevantChange(ns, ns2) {
+		t.Error("namespace resourceVersion")
+	}
+	ns2.Labels = map[string]string{"k": "w"}
+	if !relevantChange(ns, ns2) {
+		t.Error("namespace label")
+	}
+}

@@ -5,8 +5,10 @@ import (
 
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -75,12 +77,16 @@ func (c *Controller) Prepare() error {
 func (c *Controller) Run(ctx context.Context) error {
 	f := informers.NewSharedInformerFactory(c.opts.Client, 0)
 	pods, nss, pols := f.Core().V1().Pods(), f.Core().V1().Namespaces(), f.Networking().V1().NetworkPolicies()
-	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.trigger() },
-		UpdateFunc: func(any, any) { c.trigger() },
-		DeleteFunc: func(any) { c.trigger() },
-	}
 	for _, inf := range []cache.SharedIndexInformer{pods.Informer(), nss.Informer(), pols.Informer()} {
+		h := cache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { c.trigger() },
+			UpdateFunc: func(old, new any) {
+				if relevantChange(old, new) {
+					c.trigger()
+				}
+			},
+			DeleteFunc: func(any) { c.trigger() },
+		}
 		if _, err := inf.AddEventHandler(h); err != nil {
 			return fmt.Errorf("netpol: %w", err)
 		}
@@ -194,4 +200,23 @@ func podOf(p *corev1.Pod, node string) (Pod, bool) {
 		ports = append(ports, ctr.Ports...)
 	}
 	return Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels, IP: ip, Ports: ports, Local: p.Spec.NodeName == node}, true
+}
+
+// relevantChange says whether an update can change the Program: for a pod what podOf
+// reads, for a namespace its labels; a NetworkPolicy always.
+func relevantChange(old, new any) bool {
+	switch o := old.(type) {
+	case *corev1.Pod:
+		n, ok := new.(*corev1.Pod)
+		if !ok {
+			return true
+		}
+		op, oin := podOf(o, "")
+		np, nin := podOf(n, "")
+		return oin != nin || o.Spec.NodeName != n.Spec.NodeName || !reflect.DeepEqual(op, np)
+	case *corev1.Namespace:
+		n, ok := new.(*corev1.Namespace)
+		return !ok || !maps.Equal(o.Labels, n.Labels)
+	}
+	return true
 }

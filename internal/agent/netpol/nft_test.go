@@ -74,11 +74,15 @@ func TestTableIncremental(t *testing.T) {
 	if !strings.Contains(listing(t, ns, "inc"), "hook forward") {
 		t.Fatal("no forward hook chain")
 	}
-	c, err := nftables.New(nftables.WithNetNSFd(fd))
-	if err != nil {
-		t.Fatal(err)
+	// A restarted agent: a new Table over the existing one replaces it in one transaction.
+	before := listing(t, ns, "inc")
+	prog, _ := Compute(modelState(netpoltest.Cases()[len(netpoltest.Cases())-1], env, func(p string) bool { return p[:1] != "z" }))
+	if err := NewTable("inc", nftables.WithNetNSFd(fd)).Sync(prog); err != nil {
+		t.Fatalf("restart: %v", err)
 	}
-	_ = c
+	if after := listing(t, ns, "inc"); after != before {
+		t.Fatalf("restart changed the table:\n%s\n---- before:\n%s", after, before)
+	}
 	for _, name := range []string{"inc", "inc-fresh"} {
 		if err := cleanupIn(name, nftables.WithNetNSFd(fd)); err != nil {
 			t.Fatal(err)
