@@ -18,7 +18,9 @@
 //     default name kube-netpol): a forward-hook chain that accepts established and related
 //     traffic, then jumps through the verdict map egress (source address of a local pod) and
 //     ingress (destination address of a local pod) into one chain per local pod and
-//     direction; each allow rule looks its peers up in a named interval set. Sync applies
+//     direction; each allow rule looks its peers up in a named interval set, and what no
+//     rule allows is refused (TCP with a reset, the rest with ICMP administratively
+//     prohibited), so a denied connection fails at once rather than timing out. Sync applies
 //     the difference from the last applied Program in one netlink transaction: set elements
 //     added and removed, a pod chain rewritten only when its rules change. The first Sync
 //     (and any Sync after a failed one) replaces the whole table in one transaction, so a
@@ -33,5 +35,8 @@
 //
 // Controller (controller.go) runs it: informers on Pods, Namespaces and NetworkPolicies
 // cluster-wide (the node's client may list and watch them), a recompute after any change
-// (coalesced), and Sync. Cleanup deletes the table (tests, `--cleanup`).
+// that can matter (coalesced; a pod's status conditions do not), and Sync, retried with
+// backoff when the kernel refuses. A pod is filtered from when its address reaches the API
+// (status.podIP): its first moments are unfiltered, as with upstream CNIs that program
+// from the API. Cleanup deletes the table (tests, `--cleanup`).
 package netpol
