@@ -24,5 +24,9 @@
 //	names               bridge nh<pid>a / nh<pid>b, netns nh<pid>, veth nh<pid>h / nh<pid>n,
 //	                    nftables table kt<pid> (the same name in each node's namespace)
 //
+// Pods get routes to the cluster CIDR, the Service CIDR and the nodes' addresses from the
+// harness (podroutes.go) while the agent's CNI configuration gives them none beyond their
+// own pod CIDR. busybox's wget -T crashes this busybox build: bound it with `timeout`.
+//
 // The API (Cluster, Node, Options and the helpers) is kept stable for the other packages.
 package netharness

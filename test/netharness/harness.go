@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,6 +78,8 @@ type Cluster struct {
 
 	opts      Options
 	n         int
+	stopPR    chan struct{}
+	prWG      sync.WaitGroup
 	agentB    *agentProcess
 	forward   []byte
 	serverLog *os.File
@@ -181,6 +184,9 @@ func start(o Options) (*Cluster, error) {
 			return c, err
 		}
 	}
+	c.stopPR = make(chan struct{})
+	c.prWG.Add(1)
+	go c.podRoutes(c.stopPR, &c.prWG)
 	return c, nil
 }
 
@@ -188,6 +194,10 @@ func start(o Options) (*Cluster, error) {
 func (c *Cluster) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	if c.stopPR != nil {
+		close(c.stopPR)
+		c.prWG.Wait()
+	}
 	if c.agentB != nil {
 		c.stopNodeB()
 	}

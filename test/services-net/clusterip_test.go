@@ -65,9 +65,9 @@ func TestClusterIPBalancedAndScaleToZero(t *testing.T) {
 		return nil
 	})
 	eventually(t, "node B refused", func() error {
-		out, err := c.B.Command(context.Background(), "/bin/busybox", "nc", "-w", "3", svc.Spec.ClusterIP, "80").CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "refused") {
-			return fmt.Errorf("nc from node B: %v: %s, want connection refused", err, out)
+		_, err := getFrom(context.Background(), c.B, url)
+		if err == nil || !strings.Contains(err.Error(), "exit status 7") {
+			return fmt.Errorf("from node B: %v, want connection refused", err)
 		}
 		return nil
 	})

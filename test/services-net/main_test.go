@@ -101,18 +101,23 @@ func get(url string) (string, error) {
 	return strings.TrimSpace(string(b)), err
 }
 
-// getFrom is a GET from node's network namespace (busybox wget).
+// getFrom is a GET from node's network namespace (curl; exit status 7 is "connection
+// refused").
 func getFrom(ctx context.Context, node netharness.Node, url string) (string, error) {
-	out, err := node.Command(ctx, "/bin/busybox", "wget", "-q", "-O-", "-T", "3", url).CombinedOutput()
+	out, err := node.Command(ctx, "curl", "-sS", "-m", "3", url).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("wget %s from %s: %w: %s", url, node.Name, err, out)
+		return "", fmt.Errorf("curl %s from %s: %w: %s", url, node.Name, err, out)
 	}
 	return strings.TrimSpace(string(out)), nil
 }
 
+// podGet is the shell command a pod runs for a GET (busybox wget; its own -T crashes this
+// busybox build, so timeout bounds it).
+func podGet(url string) string { return "timeout 5 wget -q -O- " + url }
+
 // getFromPod is a GET from a pod (kubectl exec … wget).
 func getFromPod(t *testing.T, ns, pod, url string) (string, error) {
-	out, err := c.Exec(t, ns, pod, "wget", "-q", "-O-", "-T", "3", url)
+	out, err := c.Exec(t, ns, pod, "sh", "-c", podGet(url))
 	return strings.TrimSpace(out), err
 }
 

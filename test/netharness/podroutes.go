@@ -1,0 +1,73 @@
+package netharness
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// podRoutes works around pods having no route beyond their own pod CIDR (the agent's CNI
+// configuration, internal/agent/cni, gives them none yet): for every pod network namespace
+// of this cluster (containerd's /var/run/netns/cni-*, holding an address in ClusterCIDR)
+// it adds routes to the cluster CIDR, the Service CIDR, the nodes' addresses and the host's
+// veth address via the
+// pod's gateway, polling until stop is closed. Where the routes exist already (a CNI
+// configuration that gives them) `ip route replace` changes nothing.
+func (c *Cluster) podRoutes(stop <-chan struct{}, wg *sync.WaitGroup) {
+	defer wg.Done()
+	cluster := netip.MustParsePrefix(c.ClusterCIDR)
+	done := map[string]bool{}
+	tick := time.NewTicker(300 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		entries, _ := os.ReadDir("/var/run/netns")
+		for _, e := range entries {
+			name := e.Name()
+			if !strings.HasPrefix(name, "cni-") || done[name] {
+				continue
+			}
+			out, err := exec.Command("ip", "-n", name, "-4", "-o", "addr", "show").Output()
+			if err != nil {
+				continue
+			}
+			var addr netip.Prefix
+			for _, f := range strings.Fields(string(out)) {
+				if p, err := netip.ParsePrefix(f); err == nil && cluster.Contains(p.Addr()) {
+					addr = p
+				}
+			}
+			if !addr.IsValid() {
+				done[name] = true // another cluster's pod, or the host's
+				continue
+			}
+			gw := addr.Masked().Addr().Next()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ok := true
+			dsts := []string{c.ClusterCIDR, c.ServiceCIDR}
+			for _, n := range c.Nodes() {
+				if n.IP != "" {
+					dsts = append(dsts, n.IP+"/32")
+				}
+			}
+			if c.opts.SecondNode {
+				dsts = append(dsts, c.HostVethIP()+"/32")
+			}
+			for _, dst := range dsts {
+				if run(ctx, "ip", "-n", name, "route", "replace", dst, "via", gw.String()) != nil {
+					ok = false
+				}
+			}
+			cancel()
+			done[name] = ok
+		}
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
