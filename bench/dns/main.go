@@ -95,7 +95,7 @@ func runServer(n int, withMetrics bool) error {
 			Spec: corev1.ServiceSpec{ClusterIP: fmt.Sprintf("10.96.%d.%d", i/250, i%250+1),
 				Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}})
 	}
-	h := &agentdns.Handler{Resolver: &agentdns.Resolver{Zone: "cluster.local", Index: idx}, Server: "dns://bench"}
+	h := &agentdns.Handler{Resolver: &agentdns.Resolver{Zone: "cluster.local.", Index: idx}, Server: "dns://bench"}
 	if withMetrics {
 		m, err := agentdns.NewMetrics(prometheus.NewRegistry())
 		if err != nil {

@@ -60,12 +60,16 @@ func (h *Handler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 
 // respond is the packed answer to req, counted in the metrics.
 func (h *Handler) respond(req *dns.Msg, udp bool, family string, start time.Time) []byte {
-	timeout := h.Timeout
-	if timeout == 0 {
-		timeout = 5 * time.Second
+	ctx := context.Background()
+	if !h.local(req) {
+		timeout := h.Timeout
+		if timeout == 0 {
+			timeout = 5 * time.Second
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	resp, zone := h.Handle(ctx, req, udp)
 	b, err := resp.Pack()
 	if err != nil {

@@ -26,8 +26,10 @@ type Resolver struct {
 }
 
 func (r *Resolver) zone() string {
-	z := strings.ToLower(strings.TrimSuffix(r.Zone, "."))
-	return z + "."
+	if z := r.Zone; strings.HasSuffix(z, ".") && z == strings.ToLower(z) {
+		return z // already canonical: no allocation per query
+	}
+	return strings.ToLower(strings.TrimSuffix(r.Zone, ".")) + "."
 }
 
 func (r *Resolver) ttl() uint32 {

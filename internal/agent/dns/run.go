@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -149,7 +150,7 @@ func serveOn(ctx context.Context, o Options, idx *Index, metrics *Metrics, addr 
 	}
 	hostPort := net.JoinHostPort(addr.String(), strconv.Itoa(o.Port))
 	h := &Handler{
-		Resolver: &Resolver{Zone: o.Zone, Index: idx},
+		Resolver: &Resolver{Zone: strings.ToLower(strings.TrimSuffix(o.Zone, ".")) + ".", Index: idx},
 		Upstream: &Forwarder{Servers: ups, Cache: &Cache{}},
 		Metrics:  metrics, Server: "dns://" + hostPort, Log: o.Log,
 	}
