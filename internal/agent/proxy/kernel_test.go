@@ -1,10 +1,11 @@
 package proxy
 
 import (
+	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
+	"net/http/httptest"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -15,7 +16,6 @@ import (
 	"github.com/google/nftables"
 	"github.com/vishvananda/netns"
 	v1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -84,6 +84,7 @@ func TestKernel(t *testing.T) {
 	px.OnServiceAdd(web)
 	px.OnServiceAdd(empty)
 	slice := sliceObj("web", readyOn("10.1.0.1", node), readyOn("10.1.0.2", "b"))
+	slice.ResourceVersion = "1"
 	px.OnEndpointSliceAdd(slice)
 	if err := px.sync(); err != nil {
 		t.Fatal(err)
@@ -109,6 +110,25 @@ func TestKernel(t *testing.T) {
 		t.Errorf("an unprogrammed ClusterIP answered")
 	}
 
+	// /debug/services and the metrics say what is programmed, from which slice revision.
+	rec := httptest.NewRecorder()
+	px.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/debug/services", nil))
+	var st debugState
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Services) != 2 || st.Services[1].Service != "ns/web:http" || len(st.Services[1].Cluster) != 2 ||
+		st.Services[0].Internal != "goto reject-chain" || st.EndpointSlices["ns/web"]["web-1"] != "1" {
+		t.Errorf("/debug/services:\n%s", rec.Body.String())
+	}
+	rec = httptest.NewRecorder()
+	px.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, m := range []string{"kubeproxy_sync_proxy_rules_duration_seconds_count 1", "kubeproxy_programmed_service_ports 2", "kubeproxy_programmed_endpoints 2"} {
+		if !strings.Contains(rec.Body.String(), m) {
+			t.Errorf("metrics lack %q:\n%s", m, rec.Body.String())
+		}
+	}
+
 	// One endpoint goes: its chain and the svc chain change, nothing else.
 	before := px.prog.chains
 	kept := map[string]string{}
@@ -118,8 +138,6 @@ func TestKernel(t *testing.T) {
 	slice2 := sliceObj("web", readyOn("10.1.0.2", "b"))
 	slice2.ResourceVersion = "2"
 	px.OnEndpointSliceUpdate(slice, slice2)
-	d := buildDesired(px.svcMap, px.epMap, node, px.p)
-	_ = d
 	if err := px.sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +194,4 @@ func TestKernel(t *testing.T) {
 	if strings.Contains(string(out), "10.96.") {
 		t.Errorf("routes after Cleanup:\n%s", out)
 	}
-	_ = fmt.Sprint
-	var _ = discoveryv1.AddressTypeIPv4
 }
