@@ -18,14 +18,21 @@
 //   - [Forwarder] recurses every other name to the upstream servers of the node's
 //     resolv.conf, through a [Cache] that keeps answers for their TTL and negative
 //     answers for their SOA's minimum.
-//   - [Server] runs the listeners, applies EDNS0 (the client's UDP size, else 512 bytes)
-//     and truncation (TC) over UDP, and counts with CoreDNS's metric names
+//   - [Handler] chains them: the resolver, else the forwarder (an ExternalName's CNAME
+//     chased to its target), then EDNS0 (the client's UDP size, else 512 bytes) and
+//     truncation (TC) over UDP, counted with CoreDNS's metric names
 //     (coredns_dns_requests_total, coredns_dns_responses_total{rcode},
-//     coredns_dns_request_duration_seconds) on the registry it is given.
+//     coredns_dns_request_duration_seconds; [NewMetrics] registers them).
+//   - [Listener] serves a Handler on one address over UDP (a few reading goroutines on
+//     the bound socket; upstream-bound queries each in a goroutine) and TCP (miekg/dns's
+//     server); [ServeMetrics] serves /metrics (the agent: on the DNS address, port 9153,
+//     as CoreDNS).
+//   - [Run] is what the agent runs: [Watch] feeding an Index, the address (the kube-dns
+//     Service's ClusterIP, followed when it changes) on its link, a Listener and metrics.
 //   - [EnsureAddress] and [RemoveLink] own the interface the address lives on (a dummy
 //     link, else an empty bridge where the kernel has no dummy driver).
 //
-// Malformed packets are answered FORMERR by the listener; every parsed query, however
+// Malformed packets with a query's header are answered FORMERR by the listener; every parsed query, however
 // odd (huge names, ANY, unknown classes), gets an answer or a refusal, never a panic
 // (fuzzed in fuzz_test.go).
 package dns
