@@ -35,13 +35,18 @@ func (c *Cluster) podRoutes(stop <-chan struct{}, wg *sync.WaitGroup) {
 				continue
 			}
 			var addr netip.Prefix
+			hasAddr := false
 			for _, f := range strings.Fields(string(out)) {
-				if p, err := netip.ParsePrefix(f); err == nil && cluster.Contains(p.Addr()) {
-					addr = p
+				if p, err := netip.ParsePrefix(f); err == nil && !p.Addr().IsLoopback() {
+					hasAddr = true
+					if cluster.Contains(p.Addr()) {
+						addr = p
+					}
 				}
 			}
 			if !addr.IsValid() {
-				done[name] = true // another cluster's pod, or the host's
+				// Another cluster's pod; or no address yet (the CNI plugin is still at it).
+				done[name] = hasAddr
 				continue
 			}
 			gw := addr.Masked().Addr().Next()
