@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"cmp"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -27,14 +28,22 @@ const (
 	AdminKeyName          = "admin.key"
 	ServiceAccountKeyName = "sa.key"
 	ServiceAccountPubName = "sa.pub"
+	// The front-proxy CA signs only the client certificate the server presents to the
+	// extension API servers it proxies to (kube-aggregator's requestheader CA).
+	FrontProxyCACertName = "front-proxy-ca.crt"
+	FrontProxyCAKeyName  = "front-proxy-ca.key"
 )
 
 // Identities and lifetimes of what Ensure creates.
 const (
-	CACommonName      = "kube-ca"
-	ServingCommonName = "kube-apiserver"
-	AdminUser         = "kube-admin"
-	AdminGroup        = "system:masters"
+	CACommonName = "kube-ca"
+	// FrontProxyCACommonName and FrontProxyClientName are the front-proxy CA's subject and
+	// the proxy client certificate's CN (the requestheader allowed name).
+	FrontProxyCACommonName = "kube-front-proxy-ca"
+	FrontProxyClientName   = "front-proxy-client"
+	ServingCommonName      = "kube-apiserver"
+	AdminUser              = "kube-admin"
+	AdminGroup             = "system:masters"
 
 	CAValidity = 10 * 365 * 24 * time.Hour
 	// LeafValidity is the lifetime of the serving and admin certificates, and of client
@@ -82,7 +91,21 @@ type PKI struct {
 	ServiceAccountKey                            crypto.Signer
 	ServiceAccountKeyFile, ServiceAccountPubFile string
 
-	now func() time.Time
+	// FrontProxy is the front-proxy CA (FrontProxy.CAPEM is the requestheader client CA
+	// the extension API servers trust); FrontProxyClient issues the proxy's certificate.
+	FrontProxy *PKI
+
+	caCommonName string
+	now          func() time.Time
+}
+
+// FrontProxyClient issues a fresh front-proxy client certificate (CN front-proxy-client)
+// from the front-proxy CA.
+func (p *PKI) FrontProxyClient() (certPEM, keyPEM []byte, err error) {
+	if p.FrontProxy == nil {
+		return nil, nil, errors.New("pki: no front-proxy CA")
+	}
+	return p.FrontProxy.IssueClientCert(FrontProxyClientName, nil, 0)
 }
 
 // Ensure creates the PKI in o.Dir on the first start and loads it on later starts, renewing
@@ -120,6 +143,11 @@ func Ensure(o Options) (*PKI, error) {
 	}
 	if err := p.ensureServiceAccountKey(); err != nil {
 		return nil, fmt.Errorf("pki: %w", err)
+	}
+	p.FrontProxy = &PKI{CAFile: filepath.Join(o.Dir, FrontProxyCACertName), CAKeyFile: filepath.Join(o.Dir, FrontProxyCAKeyName),
+		caCommonName: FrontProxyCACommonName, now: o.Now}
+	if err := p.FrontProxy.ensureCA(); err != nil {
+		return nil, fmt.Errorf("pki: front-proxy CA: %w", err)
 	}
 	serving := leaf{
 		certFile: p.ServingCertFile,
@@ -221,7 +249,7 @@ func (p *PKI) createCA(keyFile string, now time.Time) error {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: CACommonName},
+		Subject:               pkix.Name{CommonName: cmp.Or(p.caCommonName, CACommonName)},
 		NotBefore:             now.Add(-backdate),
 		NotAfter:              now.Add(CAValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,

@@ -38,6 +38,44 @@ func mustCert(t testing.TB, path string) *x509.Certificate {
 
 func serial(t testing.TB, path string) string { return mustCert(t, path).SerialNumber.String() }
 
+// TestFrontProxyCA: a CA of its own (not the cluster CA), kept across starts, whose client
+// certificate is front-proxy-client and verifies only against it.
+func TestFrontProxyCA(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pki")
+	p := ensure(t, Options{Dir: dir})
+	if p.FrontProxy == nil || p.FrontProxy.CA.Subject.CommonName != FrontProxyCACommonName || p.FrontProxy.CA.Equal(p.CA) {
+		t.Fatalf("front-proxy CA %+v", p.FrontProxy)
+	}
+	certPEM, _, err := p.FrontProxyClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(certPEM)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert.Subject.CommonName != FrontProxyClientName {
+		t.Errorf("CN %q", cert.Subject.CommonName)
+	}
+	verify := func(ca *x509.Certificate) error {
+		pool := x509.NewCertPool()
+		pool.AddCert(ca)
+		_, err := cert.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		return err
+	}
+	if err := verify(p.FrontProxy.CA); err != nil {
+		t.Errorf("against the front-proxy CA: %v", err)
+	}
+	if err := verify(p.CA); err == nil {
+		t.Error("the proxy certificate verifies against the cluster CA")
+	}
+	again := ensure(t, Options{Dir: dir})
+	if !again.FrontProxy.CA.Equal(p.FrontProxy.CA) {
+		t.Error("the front-proxy CA changed across starts")
+	}
+}
+
 func TestEnsureFirstStartModes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pki")
 	ensure(t, Options{Dir: dir})
@@ -47,6 +85,7 @@ func TestEnsureFirstStartModes(t *testing.T) {
 		ServingCertName: 0o644, ServingKeyName: 0o600,
 		AdminCertName: 0o644, AdminKeyName: 0o600,
 		ServiceAccountKeyName: 0o600, ServiceAccountPubName: 0o644,
+		FrontProxyCACertName: 0o644, FrontProxyCAKeyName: 0o600,
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {

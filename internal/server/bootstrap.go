@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	crdcontroller "kubeos.dev/kube/internal/controllers/crd"
 	"kubeos.dev/kube/internal/controllers/leader"
+	"kubeos.dev/kube/internal/pki"
 )
 
 // SystemNamespaces exist from the first start.
@@ -74,14 +76,25 @@ func (s *Server) publishClientCA(ctx context.Context) error {
 	// certificates, which components serving their own endpoints (kube-scheduler,
 	// kube-controller-manager, aggregated API servers) read to authenticate their callers,
 	// as kube-apiserver publishes it.
+	// The requestheader keys are what the aggregator's proxied requests carry: a client
+	// certificate from the front-proxy CA with CN front-proxy-client, and the user in
+	// X-Remote-User, X-Remote-Group and X-Remote-Extra-* (as kube-apiserver's defaults).
 	authCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "extension-apiserver-authentication", Namespace: metav1.NamespaceSystem},
 		Data: map[string]string{"client-ca-file": string(s.pki.CAPEM)}}
+	if s.pki.FrontProxy != nil {
+		authCM.Data["requestheader-client-ca-file"] = string(s.pki.FrontProxy.CAPEM)
+		authCM.Data["requestheader-allowed-names"] = `["` + pki.FrontProxyClientName + `"]`
+		authCM.Data["requestheader-username-headers"] = `["X-Remote-User"]`
+		authCM.Data["requestheader-group-headers"] = `["X-Remote-Group"]`
+		authCM.Data["requestheader-extra-headers-prefix"] = `["X-Remote-Extra-"]`
+		authCM.Data["requestheader-uid-headers"] = `["X-Remote-Uid"]`
+	}
 	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		cur, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, authCM.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			_, err = cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Create(ctx, authCM, metav1.CreateOptions{})
-		case err == nil && cur.Data["client-ca-file"] != authCM.Data["client-ca-file"]:
+		case err == nil && !maps.Equal(cur.Data, authCM.Data):
 			cur.Data = authCM.Data
 			_, err = cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Update(ctx, cur, metav1.UpdateOptions{})
 		}

@@ -277,17 +277,22 @@ func (s *Server) Run(ctx context.Context) error {
 		Admission: s.auth.admission(sec.admission),
 	})
 	disc := discovery.New(s.Registry)
+	agg, err := s.newAggregator()
+	if err != nil {
+		return err
+	}
+	disc.SetRemote(agg)
 	oapi := openapi.New(s.Registry)
 	health := &health{client: s.client, ready: s.ready, bus: s.lifecycle.bus.Healthy}
 
 	mux := http.NewServeMux()
-	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	api := agg.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if info, ok := request.InfoFrom(r.Context()); ok && info.IsResourceRequest {
 			resources.ServeHTTP(w, r)
 			return
 		}
 		disc.ServeHTTP(w, r)
-	})
+	}))
 	mux.Handle("/api", api)
 	mux.Handle("/api/", api)
 	mux.Handle("/apis", api)
@@ -392,6 +397,14 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	// --- end Services ---
+	// API aggregation: proxying to extension API servers and their availability.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := agg.Start(ctrlCtx); err != nil && ctrlCtx.Err() == nil {
+			o.Log.Error("aggregator stopped", "err", err)
+		}
+	}()
 	// The cluster DNS Service (clusterdns.go): created once admission serves Services.
 	wg.Add(1)
 	go func() {

@@ -17,7 +17,7 @@ import (
 
 // TestAPIServices: apiregistration.k8s.io/v1 is served with a local APIService for every
 // served group-version (Available, reason Local, automanaged), one appears and goes with a
-// CRD's group, a user's APIService naming a service is kept and says it is not proxied, and
+// CRD's group, a user's APIService naming a missing service is kept and says so, and
 // upstream's validation refuses a bad one.
 func TestAPIServices(t *testing.T) {
 	ctx := ctxT(t)
@@ -79,7 +79,8 @@ spec:
 		return nil
 	})
 
-	// A user's APIService for an extension server: kept, and not Available.
+	// A user's APIService for an extension server whose Service does not exist: kept, and
+	// not Available (the aggregator's check).
 	port := int32(443)
 	user := &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: "v1beta1.metrics.k8s.io"},
 		Spec: apiregistrationv1.APIServiceSpec{Group: "metrics.k8s.io", Version: "v1beta1", InsecureSkipTLSVerify: true,
@@ -89,7 +90,7 @@ spec:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = api.Delete(ctx, user.Name, metav1.DeleteOptions{}) })
-	servertest.Eventually(t, 60*time.Second, 200*time.Millisecond, available(user.Name, "False", "AggregationNotSupported"))
+	servertest.Eventually(t, 60*time.Second, 200*time.Millisecond, available(user.Name, "False", "ServiceNotFound"))
 
 	// Upstream's validation: the name must be <version>.<group>.
 	bad := user.DeepCopy()

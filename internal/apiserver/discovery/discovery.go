@@ -36,7 +36,8 @@ var subresourceVerbs = []string{"get", "patch", "update"}
 
 // Handler serves discovery. Safe for concurrent use.
 type Handler struct {
-	reg *registry.Registry
+	reg    *registry.Registry
+	remote Remote // nil: no aggregation
 
 	// snap is the encoded discovery of one registry generation.
 	snap atomic.Pointer[snapshot]
@@ -71,9 +72,11 @@ func newDocument(v any, contentType string) *document {
 // first request for each and kept for the generation's life: with thousands of CRDs most of
 // the per-group-version documents are never asked for (clients read the aggregated lists).
 type snapshot struct {
-	gen    uint64
-	groups []*groupInfo // sorted by name, core ("") first
-	byName map[string]*groupInfo
+	gen, remoteGen uint64
+	groups         []*groupInfo // sorted by name, core ("") first
+	byName         map[string]*groupInfo
+	remote         []*remoteGroup // extension API servers' groups, in preference order
+	remoteByName   map[string]*remoteGroup
 
 	mu   sync.Mutex
 	docs map[string]*document // by URL path, aggregated ones by path + " " + apidiscovery version
@@ -82,14 +85,14 @@ type snapshot struct {
 // current returns the snapshot for the registry's current generation, building it if the
 // registry changed since the last one. Readers of an up-to-date snapshot take no lock.
 func (h *Handler) current() *snapshot {
-	gen := h.reg.Generation()
-	if s := h.snap.Load(); s != nil && s.gen == gen {
+	gen, remoteGen := h.reg.Generation(), h.remoteGeneration()
+	if s := h.snap.Load(); s != nil && s.gen == gen && s.remoteGen == remoteGen {
 		return s
 	}
 	h.build.Lock()
 	defer h.build.Unlock()
-	gen = h.reg.Generation()
-	if s := h.snap.Load(); s != nil && s.gen == gen {
+	gen, remoteGen = h.reg.Generation(), h.remoteGeneration()
+	if s := h.snap.Load(); s != nil && s.gen == gen && s.remoteGen == remoteGen {
 		return s
 	}
 	// The generation is read before the kinds: if the registry changes in between, the
@@ -100,8 +103,23 @@ func (h *Handler) current() *snapshot {
 	for _, g := range groups {
 		s.byName[g.name] = g
 	}
+	s.remoteGen = remoteGen
+	if h.remote != nil {
+		s.remote = remoteGroupsOf(h.remote.Available(), s.byName)
+		s.remoteByName = map[string]*remoteGroup{}
+		for _, g := range s.remote {
+			s.remoteByName[g.name] = g
+		}
+	}
 	h.snap.Store(s)
 	return s
+}
+
+func (h *Handler) remoteGeneration() uint64 {
+	if h.remote == nil {
+		return 0
+	}
+	return h.remote.Generation()
 }
 
 // document returns the document served at path (for /api and /apis with a non-empty
@@ -179,6 +197,11 @@ func (s *snapshot) build(path, aggregatedVersion string) *document {
 				items = append(items, aggregatedGroupOf(g))
 			}
 		}
+		if path == "/apis" {
+			for _, g := range s.remote {
+				items = append(items, g.aggregated())
+			}
+		}
 		return aggregatedDocument(items, aggregatedVersion)
 	}
 	switch {
@@ -202,6 +225,9 @@ func (s *snapshot) build(path, aggregatedVersion string) *document {
 				groupList.Groups = append(groupList.Groups, apiGroupOf(g))
 			}
 		}
+		for _, g := range s.remote {
+			groupList.Groups = append(groupList.Groups, g.apiGroup())
+		}
 		return newDocument(groupList, jsonType)
 	case strings.HasPrefix(path, "/api/"):
 		v := strings.TrimPrefix(path, "/api/")
@@ -210,6 +236,11 @@ func (s *snapshot) build(path, aggregatedVersion string) *document {
 		}
 	case strings.HasPrefix(path, "/apis/"):
 		group, version, hasVersion := strings.Cut(strings.TrimPrefix(path, "/apis/"), "/")
+		if rg := s.remoteByName[group]; rg != nil && !hasVersion {
+			one := rg.apiGroup()
+			one.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+			return newDocument(&one, jsonType)
+		}
 		g := s.byName[group]
 		if g == nil || group == "" {
 			return nil

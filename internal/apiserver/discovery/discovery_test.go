@@ -352,3 +352,44 @@ func TestConcurrentChange(t *testing.T) {
 		}
 	}
 }
+
+type fakeRemote struct {
+	gen uint64
+	vs  []RemoteVersion
+}
+
+func (f *fakeRemote) Generation() uint64          { return f.gen }
+func (f *fakeRemote) Available() []RemoteVersion { return f.vs }
+
+// TestRemoteGroups: an extension server's group-versions appear in the group list, the
+// group document and aggregated discovery (subresources folded into their resource); a
+// remote group that Kube serves itself is left out; a new generation rebuilds.
+func TestRemoteGroups(t *testing.T) {
+	local := map[string]*groupInfo{"apps": {name: "apps"}}
+	wardle := schema.GroupVersion{Group: "wardle.example.com", Version: "v1beta1"}
+	vs := []RemoteVersion{
+		{GroupVersion: wardle, Resources: []metav1.APIResource{{Name: "flunders", SingularName: "flunder", Namespaced: true, Kind: "Flunder", Verbs: []string{"get", "list"}},
+			{Name: "flunders/status", Kind: "Flunder", Verbs: []string{"get", "update"}}}},
+		{GroupVersion: schema.GroupVersion{Group: "wardle.example.com", Version: "v1alpha1"}, Resources: []metav1.APIResource{{Name: "fischers", Kind: "Fischer", Verbs: []string{"list"}}}},
+		{GroupVersion: schema.GroupVersion{Group: "apps", Version: "v9"}},
+	}
+	groups := remoteGroupsOf(vs, local)
+	if len(groups) != 1 || groups[0].name != "wardle.example.com" || !slices.Equal(groups[0].versions, []string{"v1beta1", "v1alpha1"}) {
+		t.Fatalf("groups %+v", groups)
+	}
+	g := groups[0].apiGroup()
+	if g.PreferredVersion.GroupVersion != "wardle.example.com/v1beta1" || len(g.Versions) != 2 {
+		t.Errorf("APIGroup %+v", g)
+	}
+	agg := groups[0].aggregated()
+	if len(agg.Versions) != 2 || len(agg.Versions[0].Resources) != 1 {
+		t.Fatalf("aggregated %+v", agg)
+	}
+	r := agg.Versions[0].Resources[0]
+	if r.Resource != "flunders" || r.Scope != "Namespaced" || r.ResponseKind.Kind != "Flunder" || len(r.Subresources) != 1 || r.Subresources[0].Subresource != "status" {
+		t.Errorf("flunders %+v", r)
+	}
+	if agg.Versions[1].Resources[0].Scope != "Cluster" {
+		t.Errorf("fischers %+v", agg.Versions[1].Resources[0])
+	}
+}

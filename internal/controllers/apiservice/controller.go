@@ -146,9 +146,9 @@ func (c *Controller) sync(ctx context.Context, crds []*apiextensionsv1.CustomRes
 	}
 	gone := sets.New(del...)
 	for _, a := range existing {
-		want := Available(a)
-		if gone.Has(a.Name) || !NeedsStatus(a, want) {
-			continue
+		want := Available()
+		if a.Spec.Service != nil || gone.Has(a.Name) || !NeedsStatus(a, want) {
+			continue // a remote one's condition is the aggregator's
 		}
 		u := a.DeepCopy()
 		want.LastTransitionTime = metav1.Now()

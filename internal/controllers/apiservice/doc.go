@@ -5,9 +5,9 @@
 // orders them by, the label kube-aggregator.kubernetes.io/automanaged ("onstart" for the
 // built-in groups, "true" for those of CustomResourceDefinitions) and the condition
 // Available=True, reason Local. An automanaged APIService whose group-version is no longer
-// served (its CRD was deleted) is deleted; APIServices a user made are left alone, except
-// that one naming a service gets Available=False, reason AggregationNotSupported, since
-// Kube does not proxy to extension API servers yet.
+// served (its CRD was deleted) is deleted; APIServices a user made are left alone (those
+// naming a service are internal/apiserver/aggregator's, which proxies to them and checks
+// their availability).
 //
 // The decision (the desired APIServices from the served groups and the CRDs, and the plan
 // of creates, updates and deletes against what exists) is pure, in reconcile.go; the

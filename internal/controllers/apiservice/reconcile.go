@@ -86,17 +86,10 @@ func Plan(existing, desired []*apiregistrationv1.APIService) (create, update []*
 	return create, update, del
 }
 
-// Available is the Available condition an APIService should carry, and whether this
-// controller sets it: local APIServices (no service) are Available, reason Local; one that
-// names a service is not, reason AggregationNotSupported.
-func Available(a *apiregistrationv1.APIService) apiregistrationv1.APIServiceCondition {
-	if a.Spec.Service == nil {
-		return apiregistrationv1.APIServiceCondition{Type: apiregistrationv1.Available, Status: apiregistrationv1.ConditionTrue,
-			Reason: "Local", Message: "Local APIServices are always available"}
-	}
-	return apiregistrationv1.APIServiceCondition{Type: apiregistrationv1.Available, Status: apiregistrationv1.ConditionFalse,
-		Reason: "AggregationNotSupported", Message: "Kube does not proxy to extension API servers (service " +
-			a.Spec.Service.Namespace + "/" + a.Spec.Service.Name + ") yet"}
+// Available is the Available condition of a local APIService: True, reason Local.
+func Available() apiregistrationv1.APIServiceCondition {
+	return apiregistrationv1.APIServiceCondition{Type: apiregistrationv1.Available, Status: apiregistrationv1.ConditionTrue,
+		Reason: "Local", Message: "Local APIServices are always available"}
 }
 
 // NeedsStatus reports whether a's Available condition differs from want (its time aside).

@@ -86,19 +86,14 @@ func names(as []*apiregistrationv1.APIService) (out []string) {
 
 func TestAvailable(t *testing.T) {
 	local := apisvc("v1.", AutoManagedOnStart, 18000)
-	if c := Available(local); c.Status != apiregistrationv1.ConditionTrue || c.Reason != "Local" {
+	if c := Available(); c.Status != apiregistrationv1.ConditionTrue || c.Reason != "Local" {
 		t.Errorf("local: %+v", c)
 	}
-	if !NeedsStatus(local, Available(local)) {
+	if !NeedsStatus(local, Available()) {
 		t.Error("a local APIService without status needs none")
 	}
-	local.Status.Conditions = []apiregistrationv1.APIServiceCondition{Available(local)}
-	if NeedsStatus(local, Available(local)) {
+	local.Status.Conditions = []apiregistrationv1.APIServiceCondition{Available()}
+	if NeedsStatus(local, Available()) {
 		t.Error("an up-to-date status is rewritten")
-	}
-	remote := apisvc("v1beta1.metrics.k8s.io", "", 100)
-	remote.Spec.Service = &apiregistrationv1.ServiceReference{Namespace: "kube-system", Name: "metrics-server"}
-	if c := Available(remote); c.Status != apiregistrationv1.ConditionFalse || c.Reason != "AggregationNotSupported" {
-		t.Errorf("remote: %+v", c)
 	}
 }
