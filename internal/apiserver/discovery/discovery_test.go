@@ -358,7 +358,7 @@ type fakeRemote struct {
 	vs  []RemoteVersion
 }
 
-func (f *fakeRemote) Generation() uint64          { return f.gen }
+func (f *fakeRemote) Generation() uint64         { return f.gen }
 func (f *fakeRemote) Available() []RemoteVersion { return f.vs }
 
 // TestRemoteGroups: an extension server's group-versions appear in the group list, the
