@@ -28,6 +28,12 @@ import (
 )
 
 func main() {
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run() error {
 	nss := flag.Int("namespaces", 50, "namespaces")
 	perNS := flag.Int("pods", 20, "pods per namespace")
 	local := flag.Int("local", 110, "pods on this node (of all)")
@@ -37,12 +43,12 @@ func main() {
 
 	name := fmt.Sprintf("knp-bench-%d", os.Getpid())
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-		log.Fatalf("ip netns add: %v: %s", err, out)
+		return fmt.Errorf("ip netns add: %v: %s", err, out)
 	}
 	defer exec.Command("ip", "netns", "del", name).Run()
 	f, err := os.Open("/run/netns/" + name)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer f.Close()
 	fd := nftables.WithNetNSFd(int(f.Fd()))
@@ -51,13 +57,13 @@ func main() {
 	t0 := time.Now()
 	prog, errs := netpol.Compute(s)
 	if len(errs) > 0 {
-		log.Fatal(errs)
+		return fmt.Errorf("%v", errs)
 	}
 	compute := time.Since(t0)
 	inc := netpol.NewTable("bench", fd)
 	t0 = time.Now()
 	if err := inc.Sync(prog); err != nil {
-		log.Fatal(err)
+		return err
 	}
 	first := time.Since(t0)
 	elements := 0
@@ -82,14 +88,14 @@ func main() {
 		prog, _ := netpol.Compute(s)
 		c := time.Since(t0)
 		if err := inc.Sync(prog); err != nil {
-			log.Fatal(err)
+			return err
 		}
 		incT = append(incT, time.Since(t0))
 		computeT = append(computeT, c)
 		full = netpol.NewTable("bench-full", fd) // a new Table replaces the whole table
 		t1 := time.Now()
 		if err := full.Sync(prog); err != nil {
-			log.Fatal(err)
+			return err
 		}
 		fullT = append(fullT, time.Since(t1)+c)
 	}
@@ -97,6 +103,7 @@ func main() {
 	fmt.Printf("  compute only            p50 %v  p99 %v\n", pct(computeT, 50), pct(computeT, 99))
 	fmt.Printf("  compute + incremental   p50 %v  p99 %v\n", pct(incT, 50), pct(incT, 99))
 	fmt.Printf("  compute + full replace  p50 %v  p99 %v\n", pct(fullT, 50), pct(fullT, 99))
+	return nil
 }
 
 func pct(d []time.Duration, p int) time.Duration {
