@@ -13,6 +13,8 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 )
 
 // Listener serves a Handler on one address over UDP and TCP.
@@ -65,9 +67,9 @@ func (l *Listener) Serve(ctx context.Context) error {
 	return err
 }
 
-// serveUDP reads queries with a few goroutines (no goroutine per packet: the socket is
-// bound to one address, so plain reads and writes do, without the control messages a
-// wildcard socket needs). Names the index answers are answered in the reading goroutine;
+// serveUDP reads queries with a few goroutines, up to batchSize datagrams per
+// recvmmsg(2) and the answers in one sendmmsg(2) (no goroutine per packet; the socket is
+// bound to one address, so no control messages as a wildcard socket needs them). Names the index answers are answered in the reading goroutine;
 // the rest, which wait on an upstream server, each in a goroutine of their own.
 func (l *Listener) serveUDP() error {
 	workers := max(2, runtime.GOMAXPROCS(0))
@@ -85,10 +87,31 @@ func (l *Listener) serveUDP() error {
 	return first
 }
 
+// batchSize is how many datagrams one recvmmsg(2)/sendmmsg(2) moves at most.
+const batchSize = 32
+
+// batchConn is ipv4.PacketConn or ipv6.PacketConn: recvmmsg and sendmmsg.
+type batchConn interface {
+	ReadBatch(ms []ipv4.Message, flags int) (int, error)
+	WriteBatch(ms []ipv4.Message, flags int) (int, error)
+}
+
 func (l *Listener) readLoop() error {
-	buf := make([]byte, dns.MaxMsgSize)
+	uc, ok := l.pc.(*net.UDPConn)
+	if !ok {
+		return errors.New("dns: udp: not a UDP socket")
+	}
+	var bc batchConn = ipv4.NewPacketConn(uc)
+	if a, ok := uc.LocalAddr().(*net.UDPAddr); ok && a.IP.To4() == nil {
+		bc = ipv6.NewPacketConn(uc)
+	}
+	in := make([]ipv4.Message, batchSize)
+	for i := range in {
+		in[i].Buffers = [][]byte{make([]byte, dns.MaxMsgSize)}
+	}
+	out := make([]ipv4.Message, 0, batchSize)
 	for {
-		n, addr, err := l.pc.ReadFrom(buf)
+		n, err := bc.ReadBatch(in, 0)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
@@ -100,26 +123,41 @@ func (l *Listener) readLoop() error {
 			return fmt.Errorf("dns: udp: %w", err)
 		}
 		start := time.Now()
-		family := "1"
-		if ua, ok := addr.(*net.UDPAddr); ok && ua.IP.To4() == nil {
-			family = "2"
-		}
-		req := new(dns.Msg)
-		if err := req.Unpack(buf[:n]); err != nil {
-			if b := formatError(buf[:n]); b != nil {
-				_, _ = l.pc.WriteTo(b, addr)
+		out = out[:0]
+		for _, m := range in[:n] {
+			if b := l.datagram(m.Buffers[0][:m.N], m.Addr, start); b != nil {
+				out = append(out, ipv4.Message{Buffers: [][]byte{b}, Addr: m.Addr})
 			}
-			continue
 		}
-		if req.Response {
-			continue
+		for len(out) > 0 {
+			k, err := bc.WriteBatch(out, 0)
+			if err != nil || k == 0 {
+				break
+			}
+			out = out[k:]
 		}
-		if !l.h.local(req) {
-			go func() { _, _ = l.pc.WriteTo(l.h.respond(req, true, family, start), addr) }()
-			continue
-		}
-		_, _ = l.pc.WriteTo(l.h.respond(req, true, family, start), addr)
 	}
+}
+
+// datagram answers one UDP query: the reply to send now, or nil (nothing to send, or
+// sent later by the goroutine that waits on the upstream).
+func (l *Listener) datagram(pkt []byte, addr net.Addr, start time.Time) []byte {
+	family := "1"
+	if ua, ok := addr.(*net.UDPAddr); ok && ua.IP.To4() == nil {
+		family = "2"
+	}
+	req := new(dns.Msg)
+	if err := req.Unpack(pkt); err != nil {
+		return formatError(pkt)
+	}
+	if req.Response {
+		return nil
+	}
+	if !l.h.local(req) {
+		go func() { _, _ = l.pc.WriteTo(l.h.respond(req, true, family, start), addr) }()
+		return nil
+	}
+	return l.h.respond(req, true, family, start)
 }
 
 // formatError is the FORMERR reply to a packet that does not parse but has a query's
