@@ -21,11 +21,13 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +70,14 @@ func main() {
 	}
 	defer srv.Stop()
 	defer proxy.Cleanup(context.Background(), table, serviceCIDR)
+	// Interrupted: the child goes, the table and routes too.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		_ = proxy.Cleanup(context.Background(), table, serviceCIDR)
+		os.Exit(2)
+	}()
 	cfg, _ := srv.Config()
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
@@ -108,6 +118,7 @@ func main() {
 	}
 	self, _ := os.Executable()
 	cmd := exec.Command(self, "-child", "-kubeconfig", kc)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Env = append(os.Environ(), "BENCH_TABLE="+table, "BENCH_CIDR="+serviceCIDR)
 	cmd.Stderr = os.Stderr
 	out, _ := cmd.StdoutPipe()

@@ -10,6 +10,7 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
+	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,11 +45,35 @@ type programmer struct {
 }
 
 func newProgrammer(table string, nodeIP netip.Addr) (*programmer, error) {
-	conn, err := nftables.New()
+	conn, err := nftables.New(nftables.WithSockOptions(bigBuffers))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoNFTables, err)
 	}
 	return &programmer{conn: conn, table: &nftables.Table{Name: table, Family: nftables.TableFamilyIPv4}, nodeIP: nodeIP}, nil
+}
+
+// transactionBuffer is the netlink socket's send and receive buffer: a first sync of
+// 1,000 Services x 10 endpoints is one transaction of ~10 MB (and as many ACKs).
+const transactionBuffer = 128 << 20
+
+// bigBuffers raises the socket's buffers past net.core.[rw]mem_max (SO_*BUFFORCE, root).
+func bigBuffers(c *netlink.Conn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	err = raw.Control(func(fd uintptr) {
+		if e := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, transactionBuffer); e != nil {
+			serr = e
+			return
+		}
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, transactionBuffer)
+	})
+	if err != nil {
+		return err
+	}
+	return serr
 }
 
 // setup makes the table, its base chains and maps, and (re)writes the base chains' fixed
