@@ -2,6 +2,8 @@ package netpol
 
 import (
 	"fmt"
+	"math"
+	"net/netip"
 	"os"
 	"os/exec"
 	"sort"
@@ -91,5 +93,39 @@ func TestTableIncremental(t *testing.T) {
 	out, _ := exec.Command("ip", "netns", "exec", ns, "nft", "list", "tables").CombinedOutput()
 	if strings.Contains(string(out), "inc") {
 		t.Fatalf("tables left: %s", out)
+	}
+}
+
+// TestTableEdges: sets reaching 0.0.0.0 and 255.255.255.255 (ipBlock 0.0.0.0/0 with an
+// except), an empty set, and growing and shrinking neighbouring intervals.
+func TestTableEdges(t *testing.T) {
+	ns, fd := netns(t)
+	tb := NewTable("edges", nftables.WithNetNSFd(fd))
+	pod := netip.MustParseAddr("10.1.0.2")
+	h := func(s string) Interval { return hostInterval(netip.MustParseAddr(s)) }
+	steps := []map[string][]Interval{
+		{"all": {{0, math.MaxUint32}}, "empty": nil, "n": {h("10.0.0.1")}},
+		{"all": subtract([]Interval{{0, math.MaxUint32}}, []Interval{h("10.0.0.0")}), "empty": nil, "n": normalize([]Interval{h("10.0.0.1"), h("10.0.0.2")})},
+		{"all": subtract([]Interval{{0, math.MaxUint32}}, []Interval{h("0.0.0.0"), h("255.255.255.255")}), "n": {h("10.0.0.2")}},
+		{"n": normalize([]Interval{h("10.0.0.1"), h("10.0.0.2"), h("10.0.0.3")})},
+	}
+	want := []string{
+		"elements = { 0.0.0.0/0 }",
+		"elements = { 0.0.0.0-9.255.255.255, 10.0.0.1-255.255.255.255 }",
+		"elements = { 0.0.0.1-255.255.255.254 }",
+		"elements = { 10.0.0.1-10.0.0.3 }",
+	}
+	for i, sets := range steps {
+		rules := []Rule{}
+		for name := range sets {
+			rules = append(rules, Rule{Set: name})
+		}
+		prog := Program{Sets: sets, Pods: map[netip.Addr]PodProgram{pod: {Pod: "a/p", Ingress: &Chain{Rules: rules}}}}
+		if err := tb.Sync(prog); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if got := listing(t, ns, "edges"); !strings.Contains(got, want[i]) {
+			t.Errorf("step %d: no %q in\n%s", i, want[i], got)
+		}
 	}
 }
