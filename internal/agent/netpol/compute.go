@@ -105,23 +105,33 @@ func Compute(s State) (Program, []error) {
 		}
 		return a.Name < b.Name
 	})
+	ix := index{all: pods, byNS: map[string][]Pod{}}
+	for _, p := range pods {
+		ix.byNS[p.Namespace] = append(ix.byNS[p.Namespace], p)
+	}
 	for _, pol := range policies {
-		if err := computePolicy(&prog, s, pods, pol); err != nil {
+		if err := computePolicy(&prog, s, ix, pol); err != nil {
 			errs = append(errs, fmt.Errorf("netpol: policy %s/%s: %w", pol.Namespace, pol.Name, err))
 		}
 	}
 	return prog, errs
 }
 
+// index is the pods with an address, all and by namespace.
+type index struct {
+	all  []Pod
+	byNS map[string][]Pod
+}
+
 // computePolicy adds one policy's chains and sets to prog (nothing when it fails).
-func computePolicy(prog *Program, s State, pods []Pod, pol *networkingv1.NetworkPolicy) error {
+func computePolicy(prog *Program, s State, ix index, pol *networkingv1.NetworkPolicy) error {
 	sel, err := metav1.LabelSelectorAsSelector(&pol.Spec.PodSelector)
 	if err != nil {
 		return err
 	}
 	var targets []Pod
-	for _, p := range pods {
-		if p.Local && p.Namespace == pol.Namespace && sel.Matches(labels.Set(p.Labels)) {
+	for _, p := range ix.byNS[pol.Namespace] {
+		if p.Local && sel.Matches(labels.Set(p.Labels)) {
 			targets = append(targets, p)
 		}
 	}
@@ -138,7 +148,7 @@ func computePolicy(prog *Program, s State, pods []Pod, pol *networkingv1.Network
 	if ingress {
 		var per []func(Pod) []Rule
 		for i, r := range pol.Spec.Ingress {
-			set, _, err := peerSet(sets, s, pods, pol, fmt.Sprintf("in%d", i), r.From)
+			set, _, err := peerSet(sets, s, ix, pol, fmt.Sprintf("in%d", i), r.From)
 			if err != nil {
 				return err
 			}
@@ -157,7 +167,7 @@ func computePolicy(prog *Program, s State, pods []Pod, pol *networkingv1.Network
 		var rules []Rule
 		for i, r := range pol.Spec.Egress {
 			key := fmt.Sprintf("eg%d", i)
-			set, peerPods, err := peerSet(sets, s, pods, pol, key, r.To)
+			set, peerPods, err := peerSet(sets, s, ix, pol, key, r.To)
 			if err != nil {
 				return err
 			}
@@ -198,9 +208,9 @@ func setName(pol *networkingv1.NetworkPolicy, key string) string {
 
 // peerSet records the set of a rule's peers in sets and returns its name ("" when the
 // rule has no peers: any peer) and the pods among them (all pods when any).
-func peerSet(sets map[string][]Interval, s State, pods []Pod, pol *networkingv1.NetworkPolicy, key string, peers []networkingv1.NetworkPolicyPeer) (string, []Pod, error) {
+func peerSet(sets map[string][]Interval, s State, ix index, pol *networkingv1.NetworkPolicy, key string, peers []networkingv1.NetworkPolicyPeer) (string, []Pod, error) {
 	if len(peers) == 0 {
-		return "", pods, nil
+		return "", ix.all, nil
 	}
 	var ivs []Interval
 	var matched []Pod
@@ -212,7 +222,7 @@ func peerSet(sets map[string][]Interval, s State, pods []Pod, pol *networkingv1.
 				return "", nil, err
 			}
 			ivs = append(ivs, b...)
-			for _, p := range pods {
+			for _, p := range ix.all {
 				if contains(b, addrU32(p.IP)) && !seen[p.IP] {
 					seen[p.IP] = true
 					matched = append(matched, p)
@@ -235,16 +245,16 @@ func peerSet(sets map[string][]Interval, s State, pods []Pod, pol *networkingv1.
 				return "", nil, err
 			}
 		}
-		for _, p := range pods {
-			if nsSel == nil && p.Namespace != pol.Namespace {
-				continue
-			}
-			if nsSel != nil {
-				l, ok := s.Namespaces[p.Namespace]
-				if !ok || !nsSel.Matches(labels.Set(l)) {
-					continue
+		candidates := ix.byNS[pol.Namespace]
+		if nsSel != nil {
+			candidates = nil
+			for ns, l := range s.Namespaces {
+				if nsSel.Matches(labels.Set(l)) {
+					candidates = append(candidates, ix.byNS[ns]...)
 				}
 			}
+		}
+		for _, p := range candidates {
 			if podSel != nil && !podSel.Matches(labels.Set(p.Labels)) {
 				continue
 			}
