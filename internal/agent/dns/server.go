@@ -25,20 +25,27 @@ type Listener struct {
 }
 
 // Listen binds addr (host:port) over UDP and TCP, on the same port; Serve answers on it.
+// Port 0 picks one free for both.
 func Listen(addr string, h *Handler) (*Listener, error) {
-	pc, err := net.ListenPacket("udp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("dns: listen udp %s: %w", addr, err)
+	_, port, _ := net.SplitHostPort(addr)
+	for attempt := 0; ; attempt++ {
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("dns: listen udp %s: %w", addr, err)
+		}
+		// The same port over TCP (port 0 picked one for UDP).
+		l, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err != nil {
+			pc.Close()
+			if port == "0" && attempt < 10 {
+				continue // the UDP port picked is taken over TCP: pick another
+			}
+			return nil, fmt.Errorf("dns: listen tcp %s: %w", addr, err)
+		}
+		return &Listener{h: h, pc: pc,
+			tcp: &dns.Server{Listener: l, Handler: h, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
+		}, nil
 	}
-	// The same port over TCP (port 0 picked one for UDP).
-	l, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
-		return nil, fmt.Errorf("dns: listen tcp %s: %w", addr, err)
-	}
-	return &Listener{h: h, pc: pc,
-		tcp: &dns.Server{Listener: l, Handler: h, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
-	}, nil
 }
 
 // Addr is the UDP address bound (port 0 picks one).
