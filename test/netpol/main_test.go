@@ -10,6 +10,7 @@
 package netpol
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	defer func() {
-		if err := netpol.Cleanup(table); err != nil {
+		if err := netpol.Cleanup(context.Background(), table); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}()

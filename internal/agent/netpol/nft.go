@@ -1,6 +1,7 @@
 package netpol
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -92,8 +93,14 @@ func (t *Table) Sync(prog Program) error {
 	return nil
 }
 
-// Cleanup deletes the table (nothing when it does not exist).
-func Cleanup(table string) error { return cleanupIn(table) }
+// Cleanup deletes the table (nothing when it does not exist): tests, `kube agent --cleanup`.
+// A netlink transaction is not cancellable; ctx is checked before it starts.
+func Cleanup(ctx context.Context, table string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return cleanupIn(table)
+}
 
 func cleanupIn(table string, opts ...nftables.ConnOption) error {
 	c, err := nftables.New(opts...)

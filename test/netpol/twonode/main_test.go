@@ -43,7 +43,7 @@ func run(m *testing.M) int {
 		for _, r := range routes {
 			_ = exec.Command(r[0], r[1:]...).Run()
 		}
-		if err := netpol.Cleanup(table); err != nil {
+		if err := netpol.Cleanup(context.Background(), table); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}()
