@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -126,7 +127,17 @@ func run(kube string, dependents, objects, namespaces, clients, runs int) error 
 				} else {
 					o = cred(fmt.Sprintf("bench-%d", i%namespaces), fmt.Sprintf("obj-%d", i))
 				}
-				if _, err := dc.Resource(credentials).Namespace(o.GetNamespace()).Create(ctx, o, metav1.CreateOptions{}); err != nil {
+				// The loaded machine's etcd times out now and then: retry, a create that went
+				// through answers AlreadyExists.
+				var err error
+				for attempt := 0; attempt < 5; attempt++ {
+					if _, err = dc.Resource(credentials).Namespace(o.GetNamespace()).Create(ctx, o, metav1.CreateOptions{}); err == nil || apierrors.IsAlreadyExists(err) {
+						err = nil
+						break
+					}
+					time.Sleep(time.Second)
+				}
+				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
