@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sort"
 	"strings"
 	"time"
 
@@ -229,22 +230,44 @@ func (p *programmer) apply(d *desired) (applyStats, error) {
 			return st, err
 		}
 	}
-	// New chains, then the changed chains' content.
-	for name := range d.chains {
-		if _, ok := p.chains[name]; !ok {
-			c.AddChain(&nftables.Chain{Name: name, Table: p.table})
+	// The changed chains' content, referenced chains first (ep- before svc-/svl- before
+	// int-/ext-), committed in chunks of chunkChains: a chain nothing refers to yet is
+	// inert, so only the maps' elements and the deletions (the last transaction) switch
+	// traffic. A kernel transaction of ~40,000 messages (1,000 Services x 10 endpoints) is
+	// slow to build and send at once, hence the chunks.
+	var todo []string
+	for name, rules := range d.chains {
+		if old, ok := p.chains[name]; !ok || old != chainContent(rules) {
+			todo = append(todo, name)
 		}
 	}
-	written := map[string]string{}
-	for name, rules := range d.chains {
-		content := chainContent(rules)
-		if old, ok := p.chains[name]; ok {
-			if old == content {
-				continue
-			}
-			c.FlushChain(&nftables.Chain{Name: name, Table: p.table})
+	sort.Slice(todo, func(i, j int) bool {
+		ri, rj := chainRank(todo[i]), chainRank(todo[j])
+		if ri != rj {
+			return ri < rj
 		}
+		return todo[i] < todo[j]
+	})
+	written := map[string]string{}
+	commit := func(what string) error {
+		if err := c.Flush(); err != nil {
+			p.known = false
+			return fmt.Errorf("proxy: nftables transaction (%s): %w", what, err)
+		}
+		for name, content := range written {
+			p.chains[name] = content
+		}
+		clear(written)
+		return nil
+	}
+	for i, name := range todo {
+		rules := d.chains[name]
 		ch := &nftables.Chain{Name: name, Table: p.table}
+		if _, ok := p.chains[name]; ok {
+			c.FlushChain(ch)
+		} else {
+			c.AddChain(ch)
+		}
 		for _, r := range rules {
 			exprs, err := p.ruleExprs(r)
 			if err != nil {
@@ -252,8 +275,13 @@ func (p *programmer) apply(d *desired) (applyStats, error) {
 			}
 			c.AddRule(&nftables.Rule{Table: p.table, Chain: ch, Exprs: exprs})
 		}
-		written[name] = content
+		written[name] = chainContent(rules)
 		st.chainsWritten++
+		if (i+1)%chunkChains == 0 {
+			if err := commit(fmt.Sprintf("chains %d-%d", i+1-chunkChains, i)); err != nil {
+				return st, err
+			}
+		}
 	}
 	// Map elements.
 	n, err := syncMap(c, p.maps[mapServiceIPs], full, p.serviceIPs, d.serviceIPs, ipKeyBytes)
@@ -295,12 +323,8 @@ func (p *programmer) apply(d *desired) (applyStats, error) {
 			c.DelSet(&nftables.Set{Table: p.table, Name: name})
 		}
 	}
-	if err := c.Flush(); err != nil {
-		p.known = false
-		return st, fmt.Errorf("proxy: nftables transaction: %w", err)
-	}
-	for name, content := range written {
-		p.chains[name] = content
+	if err := commit("maps and deletions"); err != nil {
+		return st, err
 	}
 	for _, name := range gone {
 		delete(p.chains, name)
@@ -313,6 +337,23 @@ func (p *programmer) apply(d *desired) (applyStats, error) {
 	}
 	p.serviceIPs, p.nodePorts, p.noEndpointIPs, p.noEndpointNPs = d.serviceIPs, d.nodePorts, d.noEndpointIPs, d.noEndpointNPs
 	return st, nil
+}
+
+// elementsPerMessage bounds one set-element message (see syncMap).
+const elementsPerMessage = 256
+
+// chunkChains is how many chains one transaction writes at most.
+const chunkChains = 2000
+
+// chainRank orders chains so that a chain is written after those it refers to.
+func chainRank(name string) int {
+	switch {
+	case strings.HasPrefix(name, "ep-"):
+		return 0
+	case strings.HasPrefix(name, "svc-"), strings.HasPrefix(name, "svl-"):
+		return 1
+	}
+	return 2
 }
 
 func chainContent(rules []rule) string {
@@ -341,17 +382,24 @@ func syncMap[K comparable](c *nftables.Conn, set *nftables.Set, full bool, old, 
 			add = append(add, nftables.SetElement{Key: key(k), VerdictData: verdictExpr(v)})
 		}
 	}
-	if len(del) > 0 {
-		if err := c.SetDeleteElements(set, del); err != nil {
+	changed := len(del) + len(add)
+	// One message's element list is a netlink attribute, whose length is 16 bits: at most
+	// elementsPerMessage elements per message (~90 bytes each).
+	for len(del) > 0 {
+		n := min(len(del), elementsPerMessage)
+		if err := c.SetDeleteElements(set, del[:n]); err != nil {
 			return 0, err
 		}
+		del = del[n:]
 	}
-	if len(add) > 0 {
-		if err := c.SetAddElements(set, add); err != nil {
+	for len(add) > 0 {
+		n := min(len(add), elementsPerMessage)
+		if err := c.SetAddElements(set, add[:n]); err != nil {
 			return 0, err
 		}
+		add = add[n:]
 	}
-	return len(del) + len(add), nil
+	return changed, nil
 }
 
 // ruleExprs is r in netlink form; numgen rules add their anonymous vmap to the transaction.
