@@ -138,8 +138,9 @@ func TestTypedCredentialInformer(t *testing.T) {
 		t.Fatal(err)
 	}
 	lister := creds.Lister()
-	factory.Start(ctx.Done())
-	t.Cleanup(factory.Shutdown)
+	stop := make(chan struct{})
+	factory.Start(stop)
+	t.Cleanup(func() { close(stop); factory.Shutdown() }) // Shutdown waits for the informers to stop
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			t.Fatalf("informer %v did not sync", typ)
@@ -189,13 +190,20 @@ func TestTypedCredentialInformer(t *testing.T) {
 		se.Status().Details.Kind != "credential" {
 		t.Fatalf("lister NotFound details %+v, want group kubeos.dev resource credential", err)
 	}
-	// The handler saw the add and the engine's status updates, ending at Active.
+	// The handler sees the add and the engine's status updates, reaching Active (handlers run
+	// after the store is updated, so the lister may see Active first).
 	var events []string
-	for len(seen) > 0 {
-		events = append(events, <-seen)
-	}
-	if len(events) < 2 || events[0] != "add " && events[0] != "add Pending" || !slices.Contains(events, "update Active") {
-		t.Fatalf("informer events %v, want an add, then updates reaching Active", events)
+	servertest.Eventually(t, 30*time.Second, 10*time.Millisecond, func() error {
+		for len(seen) > 0 {
+			events = append(events, <-seen)
+		}
+		if !slices.Contains(events, "update Active") {
+			return fmt.Errorf("informer events %v, no update to Active yet", events)
+		}
+		return nil
+	})
+	if events[0] != "add " && events[0] != "add Pending" {
+		t.Fatalf("informer events %v, want the add of the new credential first", events)
 	}
 
 	// ApplyStatus by another field manager: its condition sits beside the engine's.
