@@ -88,8 +88,10 @@ func Run(ctx context.Context, o Options) error {
 	factory := externalversions.NewSharedInformerFactory(kubeos, 0)
 	credentials := factory.Kubeos().V1alpha1().Credentials()
 	lister := credentials.Lister() // registers the informer before Start
+	ctx, cancel := context.WithCancel(ctx)
+	defer factory.Shutdown() // waits for the informers, which stop on cancel (run first)
+	defer cancel()
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("informer for %v did not sync: %w", typ, ctx.Err())
