@@ -141,23 +141,30 @@ func (e *env) watchKinds(ctx context.Context, namespace string, redraw func() er
 		if mapping.Scope.Name() == "namespace" && namespace != "" {
 			lister = ri.Namespace(namespace)
 		}
-		// Watch from now: a list of one item gives the resourceVersion.
-		list, err := lister.List(ctx, metav1.ListOptions{Limit: 1})
-		if err != nil {
+		// May the user watch it here? One list of one item says.
+		if _, err := lister.List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 			continue // not allowed to read it: its changes are not shown live
-		}
-		w, err := lister.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
-		if err != nil {
-			continue // not allowed to watch it: its changes are not shown live
 		}
 		started++
 		go func() {
-			defer w.Stop()
-			for range w.ResultChan() {
-				select {
-				case changes <- struct{}{}:
-				default:
+			for ctx.Err() == nil {
+				// From the current state (its ADDED events cost one redraw), again whenever
+				// the server ends the watch.
+				w, err := lister.Watch(ctx, metav1.ListOptions{})
+				if err != nil {
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Second):
+					}
+					continue
 				}
+				for range w.ResultChan() {
+					select {
+					case changes <- struct{}{}:
+					default:
+					}
+				}
+				w.Stop()
 			}
 		}()
 	}
