@@ -228,10 +228,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.nodeIP != "" {
 		hosts = append(hosts, a.nodeIP)
 	}
+	// ClusterFirst pods' nameserver: --cluster-dns, else the kube-dns Service's address.
+	clusterDNS := a.clusterDNSServers(ctx)
 	mgr := pods.New(pods.Options{
 		NodeName: o.NodeName, Client: a.client, Runtime: cri.Runtime, Images: cri.Images,
 		RootDir: filepath.Join(o.DataDir, "kubelet"), LogDir: filepath.Join(o.DataDir, "pod-logs"),
-		ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
+		ClusterDNS: clusterDNS, ClusterDomain: o.ClusterDomain,
 		HostDNS:     a.hostDNS,
 		Allocatable: func() corev1.ResourceList { return a.allocatable },
 		HostIP:      func() string { return a.nodeIP },
@@ -282,15 +284,16 @@ func (a *Agent) setPodCIDR(nodeCIDR string) {
 		a.log.Error("pod CIDR", "cidr", cidr, "err", err)
 		return
 	}
-	n := cni.Network{Name: "kube-" + a.opts.Bridge, Bridge: a.opts.Bridge, PodCIDR: prefix, IPAMDir: filepath.Join(a.opts.DataDir, "cni", "ipam")}
+	cluster := prefix
+	if a.opts.ClusterCIDR != "" {
+		cluster, _ = netip.ParsePrefix(a.opts.ClusterCIDR)
+	}
+	n := cni.Network{Name: "kube-" + a.opts.Bridge, Bridge: a.opts.Bridge, PodCIDR: prefix, IPAMDir: filepath.Join(a.opts.DataDir, "cni", "ipam"),
+		Routes: podRoutes(cluster, a.opts.ServiceCIDR, a.nodeIP)}
 	confDir := agentruntime.Layout{Dir: filepath.Join(a.opts.DataDir, "containerd")}.CNIConfDir()
 	if err := cni.Write(confDir, n); err != nil {
 		a.log.Error("cni configuration", "err", err)
 		return
-	}
-	cluster := prefix
-	if a.opts.ClusterCIDR != "" {
-		cluster, _ = netip.ParsePrefix(a.opts.ClusterCIDR)
 	}
 	if err := cni.AddUnreachable(context.Background(), cluster); err != nil {
 		a.log.Error("cluster route", "err", err)
@@ -301,6 +304,19 @@ func (a *Agent) setPodCIDR(nodeCIDR string) {
 	case a.statusNow <- struct{}{}:
 	default:
 	}
+}
+
+// podRoutes are the destinations a pod reaches through its bridge: every pod of the
+// cluster, every Service address and this node.
+func podRoutes(cluster netip.Prefix, serviceCIDR, nodeIP string) []netip.Prefix {
+	out := []netip.Prefix{cluster}
+	if p, err := netip.ParsePrefix(serviceCIDR); err == nil {
+		out = append(out, p)
+	}
+	if ip, err := netip.ParseAddr(nodeIP); err == nil && ip.Is4() {
+		out = append(out, netip.PrefixFrom(ip, 32))
+	}
+	return out
 }
 
 func (a *Agent) hostDNS() (servers, searches, options []string) {

@@ -125,6 +125,7 @@ func newServerCommand(out, errOut io.Writer) *cobra.Command {
 	addWorkloadControllerFlags(f, &o.WorkloadControllerOptions)
 	addClusterControllerFlags(f, &o.ClusterControllerOptions)
 	addAgentServerFlags(f, &o.AgentOptions)
+	addClusterDNSFlags(f, &o.ClusterDNSOptions)
 	addDataServicesFlags(f, &o.DataServicesOptions)
 	// --- Services (internal/servicealloc) ---
 	f.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", servicealloc.DefaultServiceClusterIPRange, "CIDR Service cluster IPs are allocated from, or an IPv4 and an IPv6 CIDR (comma-separated) for dual-stack; its first address is the kubernetes Service's")

@@ -18,6 +18,10 @@ type Network struct {
 	PodCIDR netip.Prefix
 	// IPAMDir is host-local's data directory.
 	IPAMDir string
+	// Routes are the destinations pods reach through the bridge's gateway: the cluster's
+	// pod CIDR, the Service CIDR and the node's own address. No default route: the plugin
+	// turns on ip_forward, and a pod address must never be forwarded off the machine.
+	Routes []netip.Prefix
 }
 
 // Gateway is the first address of the pod CIDR, held by the bridge.
@@ -49,16 +53,29 @@ func ConfList(n Network) ([]byte, error) {
 				"ipam": map[string]any{
 					"type": "host-local", "dataDir": n.IPAMDir,
 					"ranges": [][]map[string]string{{{"subnet": n.PodCIDR.Masked().String(), "gateway": n.Gateway().String()}}},
-					// No default route in pods: the plugin turns on ip_forward, and a pod
-					// address must never be forwarded off the machine. Service and DNS
-					// addresses come with the networking issue.
-					"routes": []map[string]string{},
+					"routes": routes(n),
 				},
 			},
 			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}, "snat": false},
 		},
 	}
 	return json.MarshalIndent(conf, "", "  ")
+}
+
+// routes are the conflist's routes of n (its gateway is the bridge's), without duplicates
+// and without the pod CIDR itself (on-link).
+func routes(n Network) []map[string]string {
+	out := []map[string]string{}
+	seen := map[netip.Prefix]bool{n.PodCIDR.Masked(): true}
+	for _, r := range n.Routes {
+		r = r.Masked()
+		if !r.IsValid() || !r.Addr().Is4() || seen[r] {
+			continue
+		}
+		seen[r] = true
+		out = append(out, map[string]string{"dst": r.String(), "gw": n.Gateway().String()})
+	}
+	return out
 }
 
 // Write writes n's conflist into confDir (replacing any other conflist there, so that
