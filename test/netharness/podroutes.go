@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -12,7 +13,7 @@ import (
 
 // podRoutes works around pods having no route beyond their own pod CIDR (the agent's CNI
 // configuration, internal/agent/cni, gives them none yet): for every pod network namespace
-// of this cluster (containerd's /var/run/netns/cni-*, holding an address in ClusterCIDR)
+// of this cluster (the agents' containerd state dirs, .../io.containerd.grpc.v1.cri/netns/)
 // it adds routes to the cluster CIDR, the Service CIDR, the nodes' addresses and the host's
 // veth address via the
 // pod's gateway, polling until stop is closed. Where the routes exist already (a CNI
@@ -24,13 +25,20 @@ func (c *Cluster) podRoutes(stop <-chan struct{}, wg *sync.WaitGroup) {
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		entries, _ := os.ReadDir("/var/run/netns")
-		for _, e := range entries {
-			name := e.Name()
-			if !strings.HasPrefix(name, "cni-") || done[name] {
+		var paths []string
+		for _, agent := range []string{"agent-a", "agent-b"} {
+			dir := filepath.Join(c.Dir, agent, "containerd", "state", "io.containerd.grpc.v1.cri", "netns")
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				paths = append(paths, filepath.Join(dir, e.Name()))
+			}
+		}
+		for _, path := range paths {
+			name := path
+			if done[name] {
 				continue
 			}
-			out, err := exec.Command("ip", "-n", name, "-4", "-o", "addr", "show").Output()
+			out, err := exec.Command("nsenter", "--net="+path, "--", "ip", "-4", "-o", "addr", "show").Output()
 			if err != nil {
 				continue
 			}
@@ -62,7 +70,7 @@ func (c *Cluster) podRoutes(stop <-chan struct{}, wg *sync.WaitGroup) {
 				dsts = append(dsts, c.HostVethIP()+"/32")
 			}
 			for _, dst := range dsts {
-				if run(ctx, "ip", "-n", name, "route", "replace", dst, "via", gw.String()) != nil {
+				if run(ctx, "nsenter", "--net="+path, "--", "ip", "route", "replace", dst, "via", gw.String()) != nil {
 					ok = false
 				}
 			}
