@@ -3,6 +3,8 @@ package ctl
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -348,6 +350,34 @@ func TestScenario(t *testing.T) {
 		if err == nil || !strings.Contains(errOut, `Error from server (NotFound): credentials.kubeos.dev "nope" not found`) {
 			t.Errorf("kubectl kube tree credential/nope: %v %s", err, errOut)
 		}
+	})
+
+	t.Run("tree -w redraws when an object changes", func(t *testing.T) {
+		cmd := exec.Command(kubeBin, "ctl", "--kubeconfig", srv.Kubeconfig, "tree", "certificate/web", "-n", "shop", "-D", "-w")
+		home := t.TempDir()
+		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
+		var out servertest.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { cmd.Process.Kill(); cmd.Wait() }()
+		servertest.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
+			if !strings.Contains(out.String(), "both") {
+				return fmt.Errorf("first draw not there:\n%s", out.String())
+			}
+			return nil
+		})
+		if strings.Contains(out.String(), "late") {
+			t.Fatalf("late before it exists:\n%s", out.String())
+		}
+		k.apply(t, "apiVersion: kubeos.dev/v1alpha1\nkind: Credential\nmetadata: {name: late, namespace: shop}\nspec: {type: password, dependsOn: [{kind: Certificate, name: web}]}\n")
+		servertest.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
+			if !strings.Contains(out.String(), "└─late") && !strings.Contains(out.String(), "├─late") {
+				return fmt.Errorf("no redraw with late:\n%s", out.String())
+			}
+			return nil
+		})
 	})
 
 	t.Run("why-stuck: a finalizer nobody removes, dependents that hold a deletion", func(t *testing.T) {
