@@ -38,15 +38,6 @@ const OpsViewRole = "kubeos:ops-view"
 // (authentication, flow control, authorization, audit) like any other.
 func (s *Server) opsHandlers(mux *http.ServeMux) {
 	mux.Handle("/apis/"+opsapi.Group+"/", http.HandlerFunc(s.serveOps))
-	// The role is created once the server is ready (the API answers); opsHandlers runs before.
-	go func() {
-		<-s.ready
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := s.ensureOpsRole(ctx); err != nil {
-			s.opts.Log.Error("ops API role", "err", err)
-		}
-	}()
 }
 
 // ensureOpsRole creates or updates OpsViewRole.

@@ -405,6 +405,16 @@ func (s *Server) Run(ctx context.Context) error {
 			o.Log.Error("aggregator stopped", "err", err)
 		}
 	}()
+	// The ops API's ClusterRole (ops.go).
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ctx, cancel := context.WithTimeout(ctrlCtx, time.Minute)
+		defer cancel()
+		if err := s.ensureOpsRole(ctx); err != nil && ctrlCtx.Err() == nil {
+			o.Log.Error("ops API role", "err", err)
+		}
+	}()
 	// The cluster DNS Service (clusterdns.go): created once admission serves Services.
 	wg.Add(1)
 	go func() {
