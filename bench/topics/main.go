@@ -40,9 +40,9 @@ import (
 	"kubeos.dev/kube/internal/dataservices/nats"
 	"kubeos.dev/kube/internal/dataservices/servers"
 	"kubeos.dev/kube/internal/platform"
-	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/pkg/eventbus"
 	"kubeos.dev/kube/pkg/lifecycle"
 )

@@ -85,7 +85,9 @@ func TestSummaryHealth(t *testing.T) {
 
 func TestQuantile(t *testing.T) {
 	b := func(le float64, n uint64) *dto.Bucket { return &dto.Bucket{UpperBound: &le, CumulativeCount: &n} }
-	h := func(total uint64, bs ...*dto.Bucket) *dto.Histogram { return &dto.Histogram{SampleCount: &total, Bucket: bs} }
+	h := func(total uint64, bs ...*dto.Bucket) *dto.Histogram {
+		return &dto.Histogram{SampleCount: &total, Bucket: bs}
+	}
 	for _, tc := range []struct {
 		h    *dto.Histogram
 		q    float64
