@@ -58,7 +58,7 @@ func nodeClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterBinding("kube:node-bootstrapper", "system:node-bootstrapper", NodeBootstrapperGroup),
 		clusterBinding("kube:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", NodeBootstrapperGroup),
 		clusterBinding("kube:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
-		clusterBinding(NodeNetworkingRole, NodeNetworkingRole, "system:nodes"),
+		clusterBinding(NodeNetworkingRole, NodeNetworkingRole, NodeNetworkingGroup),
 	}
 }
 
@@ -66,8 +66,14 @@ func nodeClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 // enforcement read (the rights upstream gives kube-proxy as system:node-proxier and a CNI
 // agent such as Calico's through its own service account): Services, Endpoints,
 // EndpointSlices, Namespaces, Pods and NetworkPolicies of the whole cluster, read-only.
-// It is bound to system:nodes, since `kube agent` plays those roles with its node identity.
-const NodeNetworkingRole = "kube:node-networking"
+// It is bound to NodeNetworkingGroup, not to system:nodes: reading every pod would undo the
+// Node authorizer's isolation (a node reads only its own pods), so only agents whose
+// credential also carries that group (the in-process agent's; an admin-issued one for a
+// joined machine) enforce NetworkPolicy.
+const (
+	NodeNetworkingRole  = "kube:node-networking"
+	NodeNetworkingGroup = "kubeos.dev:node-networking"
+)
 
 func nodeClusterRoles() []*rbacv1.ClusterRole {
 	return []*rbacv1.ClusterRole{{

@@ -4,13 +4,14 @@ import "testing"
 
 // TestNodeBootstrapPolicy: the bootstrap policy lets a bootstrap token create CSRs and
 // have node client CSRs approved, lets a node have its own renewals approved, and grants
-// nodes through RBAC only the read-only networking view (kube:node-networking: Services,
-// EndpointSlices, Pods, Namespaces, NetworkPolicies) — system:node is bound to no one; the
-// Node authorizer decides the rest.
+// nodes nothing through RBAC (system:node is bound to no one; the Node authorizer decides),
+// and gives the networking view (kube:node-networking: Services, EndpointSlices, Pods,
+// Namespaces, NetworkPolicies) only to agents that also carry NodeNetworkingGroup.
 func TestNodeBootstrapPolicy(t *testing.T) {
 	s := Build(nil, BootstrapClusterRoles(), nil, BootstrapClusterRoleBindings())
 	bootstrapper := []string{NodeBootstrapperGroup, "system:authenticated"}
 	node := []string{"system:nodes", "system:authenticated"}
+	netNode := []string{"system:nodes", NodeNetworkingGroup, "system:authenticated"}
 	for _, c := range []struct {
 		name                       string
 		user                       string
@@ -26,11 +27,13 @@ func TestNodeBootstrapPolicy(t *testing.T) {
 		{"node's client CSR for another", "system:node:n1", node, "create", "certificates.k8s.io", "certificatesigningrequests", "nodeclient", false},
 		{"node reads secrets through RBAC", "system:node:n1", node, "get", "", "secrets", "", false},
 		{"node reads nodes through RBAC", "system:node:n1", node, "get", "", "nodes", "", false},
-		{"node watches endpointslices", "system:node:n1", node, "watch", "discovery.k8s.io", "endpointslices", "", true},
-		{"node lists networkpolicies", "system:node:n1", node, "list", "networking.k8s.io", "networkpolicies", "", true},
-		{"node lists all pods", "system:node:n1", node, "list", "", "pods", "", true},
-		{"node deletes pods through RBAC", "system:node:n1", node, "delete", "", "pods", "", false},
-		{"node writes services", "system:node:n1", node, "update", "", "services", "", false},
+		{"networking node watches endpointslices", "system:node:n1", netNode, "watch", "discovery.k8s.io", "endpointslices", "", true},
+		{"networking node lists networkpolicies", "system:node:n1", netNode, "list", "networking.k8s.io", "networkpolicies", "", true},
+		{"networking node lists all pods", "system:node:n1", netNode, "list", "", "pods", "", true},
+		{"plain node lists all pods through RBAC", "system:node:n1", node, "list", "", "pods", "", false},
+		{"plain node watches endpointslices through RBAC", "system:node:n1", node, "watch", "discovery.k8s.io", "endpointslices", "", false},
+		{"networking node deletes pods", "system:node:n1", netNode, "delete", "", "pods", "", false},
+		{"networking node writes services", "system:node:n1", netNode, "update", "", "services", "", false},
 		{"bootstrapper lists pods", "system:bootstrap:abc", bootstrapper, "list", "", "pods", "", false},
 		{"bootstrapper approves", "system:bootstrap:abc", bootstrapper, "update", "certificates.k8s.io", "certificatesigningrequests", "approval", false},
 	} {

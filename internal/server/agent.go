@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"kubeos.dev/kube/internal/agent"
+	"kubeos.dev/kube/internal/rbac"
 )
 
 // AgentOptions configure the in-process node agent (`kube server --agent`, internal/agent).
@@ -73,7 +74,9 @@ func (s *Server) startAgent(ctx context.Context, wg *sync.WaitGroup) error {
 	if dir == "" {
 		dir = filepath.Join(s.opts.DataDir, "agent")
 	}
-	cfg, err := s.LoopbackConfig("system:node:"+name, "system:nodes")
+	// The extra group lets its Service proxy, DNS and NetworkPolicy read cluster-wide
+	// (rbac.NodeNetworkingRole) while the Node authorizer still isolates it as a node.
+	cfg, err := s.LoopbackConfig("system:node:"+name, "system:nodes", rbac.NodeNetworkingGroup)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}

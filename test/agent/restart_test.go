@@ -69,7 +69,10 @@ func startAgentProcess(t *testing.T, node string) *agentProcess {
 	a := &agentProcess{t: t, dataDir: data, log: logf, args: []string{bin, "agent", "--kubeconfig", nodeKubeconfig(t, node),
 		"--data-dir", filepath.Join(data, "d"), "--node-name", node, "--port", "0", "--pod-cidr", cidr, "--cluster-cidr", cidr,
 		"--bridge", br, "--containerd-proxy", "http://127.0.0.1:9", "--image-dir", imageDir,
-		"--resolv-conf", filepath.Join(dir, "resolv.conf")}}
+		"--resolv-conf", filepath.Join(dir, "resolv.conf"),
+		// Pods only: Service networking is test/services-net's, test/dns's and test/netpol's
+		// (it would program the host's nftables and links outside this package's names).
+		"--services=false", "--dns=false", "--network-policy=false"}}
 	t.Cleanup(func() {
 		// The agent goes first (SIGKILL: its containerd stays up), so that nothing makes
 		// sandboxes while they are removed.

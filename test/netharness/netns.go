@@ -17,6 +17,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	agentruntime "kubeos.dev/kube/internal/agent/runtime"
+	"kubeos.dev/kube/internal/rbac"
 )
 
 func run(ctx context.Context, name string, args ...string) error {
@@ -126,7 +127,7 @@ func (c *Cluster) startNodeB(ctx context.Context, cs kubernetes.Interface) error
 // nodeKubeconfig writes a kubeconfig of system:node:<node> that reaches the server at the
 // veth's host address (its certificate names 127.0.0.1, so that is the TLS server name).
 func (c *Cluster) nodeKubeconfig(node string) (string, error) {
-	cfg, err := c.Server.Inner().LoopbackConfig("system:node:"+node, "system:nodes")
+	cfg, err := c.Server.Inner().LoopbackConfig("system:node:"+node, "system:nodes", rbac.NodeNetworkingGroup)
 	if err != nil {
 		return "", err
 	}
