@@ -63,7 +63,7 @@ type KindTuning struct {
 
 // Kinds are the platform kinds in dependency order.
 var Kinds = []string{"Tenant", "Quota", "AccessPolicy", "SecretPolicy", "Credential", "Certificate",
-	"Database", "Cache", "Topic", "Bucket", "Backup", "Alert"}
+	"Database", "Cache", "Topic", "Bucket", "Backup", "Alert", "Volume", "Component", "Route", "Release", "Application"}
 
 // ClusterScoped are the cluster-scoped kinds (a Ref to one has no namespace).
 var ClusterScoped = []string{"Tenant", "Quota", "AccessPolicy"}
@@ -132,7 +132,8 @@ func Register(e *lifecycle.Engine, o Options) error {
 				return []lifecycle.Ref{{Kind: "Certificate", Namespace: c.Namespace, Name: c.Spec.Issuer}}
 			}})
 	})
-	for _, f := range []func(*lifecycle.Engine, Options) error{registerDatabase, registerCache, registerTopic, registerBucket, registerBackup, registerAlert} {
+	for _, f := range []func(*lifecycle.Engine, Options) error{registerDatabase, registerCache, registerTopic, registerBucket, registerBackup, registerAlert,
+		registerVolume, registerComponent, registerRoute, registerRelease, registerApplication} {
 		add(func() error { return f(e, o) })
 	}
 	return err

@@ -234,7 +234,8 @@ func (s *Server) startLifecycle(ctx context.Context, wg *sync.WaitGroup) error {
 
 // tenantResources are the namespaced kubeos.dev kinds a namespace's admins and editors
 // manage (aggregated into the admin, edit and view ClusterRoles).
-var tenantResources = []string{"databases", "caches", "topics", "buckets", "backups", "alerts", "credentials", "certificates"}
+var tenantResources = []string{"databases", "caches", "topics", "buckets", "backups", "alerts", "credentials", "certificates",
+	"volumes", "components", "routes", "releases", "applications"}
 
 // installTenantRoles creates (or updates) the ClusterRoles that aggregate the namespaced
 // kubeos.dev kinds into admin/edit (all verbs) and view (read).
@@ -243,8 +244,10 @@ func installTenantRoles(ctx context.Context, cfg *rest.Config, scheme *runtime.S
 	if err != nil {
 		return err
 	}
-	res := append(slices.Clone(tenantResources), "databases/status", "caches/status", "topics/status", "buckets/status",
-		"backups/status", "alerts/status", "credentials/status", "certificates/status")
+	res := slices.Clone(tenantResources)
+	for _, r := range tenantResources {
+		res = append(res, r+"/status")
+	}
 	roles := []rbacv1.ClusterRole{
 		{ObjectMeta: metav1.ObjectMeta{Name: "kubeos:data-edit", Labels: map[string]string{
 			"rbac.authorization.k8s.io/aggregate-to-admin": "true", "rbac.authorization.k8s.io/aggregate-to-edit": "true"}},

@@ -101,6 +101,19 @@ type KindOptions[O client.Object] struct {
 	DeletionTimeout time.Duration
 	// Filter selects the objects and the changes that start a reconcile (default: all).
 	Filter Filter
+	// Owns are types of objects the kind's objects control (a controller ownerReference): a
+	// change of one reconciles its owner (a Component's Deployment becoming ready).
+	Owns []client.Object
+	// Watches map changes of other objects to the objects of this kind to reconcile.
+	Watches []Watch
+}
+
+// Watch maps changes of objects of one type to objects of a kind to reconcile.
+type Watch struct {
+	// Object is an empty object of the watched type.
+	Object client.Object
+	// Map returns the objects (namespace, name) of the kind that obj concerns.
+	Map func(ctx context.Context, obj client.Object) []types.NamespacedName
 }
 
 // Complete fills in the defaults. rand feeds the retry jitter (nil: no jitter).

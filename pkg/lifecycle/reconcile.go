@@ -45,6 +45,19 @@ func setupKind[O Object](e *Engine, k *kindEntry, mgr manager.Manager, o KindOpt
 	if !e.tracked.Load() {
 		b = b.Watches(o.New(), trackEvents(e, o.Kind))
 	}
+	for _, owned := range o.Owns {
+		b = b.Owns(owned)
+	}
+	for _, w := range o.Watches {
+		b = b.Watches(w.Object, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			names := w.Map(ctx, obj)
+			out := make([]reconcile.Request, len(names))
+			for i, n := range names {
+				out[i] = reconcile.Request{NamespacedName: n}
+			}
+			return out
+		}))
+	}
 	if err := b.Complete(r); err != nil {
 		return err
 	}

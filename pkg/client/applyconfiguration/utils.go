@@ -36,6 +36,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubeosv1alpha1.AlertStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AlertWebhook"):
 		return &kubeosv1alpha1.AlertWebhookApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Application"):
+		return &kubeosv1alpha1.ApplicationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ApplicationComponentStatus"):
+		return &kubeosv1alpha1.ApplicationComponentStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ApplicationSpec"):
+		return &kubeosv1alpha1.ApplicationSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ApplicationStatus"):
+		return &kubeosv1alpha1.ApplicationStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Backup"):
 		return &kubeosv1alpha1.BackupApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BackupFailure"):
@@ -70,6 +78,18 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubeosv1alpha1.CertificateSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CertificateStatus"):
 		return &kubeosv1alpha1.CertificateStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Component"):
+		return &kubeosv1alpha1.ComponentApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ComponentAutoscaling"):
+		return &kubeosv1alpha1.ComponentAutoscalingApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ComponentPort"):
+		return &kubeosv1alpha1.ComponentPortApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ComponentSpec"):
+		return &kubeosv1alpha1.ComponentSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ComponentStatus"):
+		return &kubeosv1alpha1.ComponentStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ComponentUse"):
+		return &kubeosv1alpha1.ComponentUseApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Credential"):
 		return &kubeosv1alpha1.CredentialApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CredentialSpec"):
@@ -88,8 +108,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubeosv1alpha1.DataStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DependencyRef"):
 		return &kubeosv1alpha1.DependencyRefApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("HeaderModifier"):
+		return &kubeosv1alpha1.HeaderModifierApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("HTTPHeader"):
+		return &kubeosv1alpha1.HTTPHeaderApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PasswordFrom"):
 		return &kubeosv1alpha1.PasswordFromApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PathMatch"):
+		return &kubeosv1alpha1.PathMatchApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Quota"):
 		return &kubeosv1alpha1.QuotaApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("QuotaLimit"):
@@ -100,8 +126,46 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubeosv1alpha1.QuotaStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("QuotaUsage"):
 		return &kubeosv1alpha1.QuotaUsageApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Release"):
+		return &kubeosv1alpha1.ReleaseApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseAnalysis"):
+		return &kubeosv1alpha1.ReleaseAnalysisApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleasePause"):
+		return &kubeosv1alpha1.ReleasePauseApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseRevision"):
+		return &kubeosv1alpha1.ReleaseRevisionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseSpec"):
+		return &kubeosv1alpha1.ReleaseSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseStatus"):
+		return &kubeosv1alpha1.ReleaseStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseStep"):
+		return &kubeosv1alpha1.ReleaseStepApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseStrategy"):
+		return &kubeosv1alpha1.ReleaseStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RestoreFrom"):
 		return &kubeosv1alpha1.RestoreFromApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Route"):
+		return &kubeosv1alpha1.RouteApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RouteBackend"):
+		return &kubeosv1alpha1.RouteBackendApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RouteFilter"):
+		return &kubeosv1alpha1.RouteFilterApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RouteHostnameStatus"):
+		return &kubeosv1alpha1.RouteHostnameStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RouteMatch"):
+		return &kubeosv1alpha1.RouteMatchApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RouteRedirect"):
+		return &kubeosv1alpha1.RouteRedirectApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RouteRule"):
+		return &kubeosv1alpha1.RouteRuleApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RouteSpec"):
+		return &kubeosv1alpha1.RouteSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RouteStatus"):
+		return &kubeosv1alpha1.RouteStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RouteTLS"):
+		return &kubeosv1alpha1.RouteTLSApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RouteURLRewrite"):
+		return &kubeosv1alpha1.RouteURLRewriteApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretPolicy"):
 		return &kubeosv1alpha1.SecretPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretPolicyRule"):
@@ -124,6 +188,16 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubeosv1alpha1.TopicSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TopicStatus"):
 		return &kubeosv1alpha1.TopicStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ValueMatch"):
+		return &kubeosv1alpha1.ValueMatchApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Volume"):
+		return &kubeosv1alpha1.VolumeApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("VolumeSpec"):
+		return &kubeosv1alpha1.VolumeSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("VolumeStatus"):
+		return &kubeosv1alpha1.VolumeStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WorkloadRef"):
+		return &kubeosv1alpha1.WorkloadRefApplyConfiguration{}
 
 	}
 	return nil

@@ -130,5 +130,10 @@ func CRDs(table lifecycle.TransitionTable) []*apiextensionsv1.CustomResourceDefi
 		with(bucketCRD),
 		with(backupCRD),
 		with(alertCRD),
+		with(volumeCRD),
+		with(componentCRD),
+		with(routeCRD),
+		with(releaseCRD),
+		with(applicationCRD),
 	}
 }

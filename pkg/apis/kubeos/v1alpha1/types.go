@@ -329,6 +329,11 @@ var (
 	_ Dependent = (*Bucket)(nil)
 	_ Dependent = (*Backup)(nil)
 	_ Dependent = (*Alert)(nil)
+	_ Dependent = (*Volume)(nil)
+	_ Dependent = (*Component)(nil)
+	_ Dependent = (*Route)(nil)
+	_ Dependent = (*Release)(nil)
+	_ Dependent = (*Application)(nil)
 )
 
 // AddToScheme registers the kinds.
@@ -337,7 +342,9 @@ func AddToScheme(s *runtime.Scheme) error {
 		&Tenant{}, &TenantList{}, &Quota{}, &QuotaList{}, &AccessPolicy{}, &AccessPolicyList{},
 		&SecretPolicy{}, &SecretPolicyList{}, &Credential{}, &CredentialList{}, &Certificate{}, &CertificateList{},
 		&Database{}, &DatabaseList{}, &Cache{}, &CacheList{}, &Topic{}, &TopicList{}, &Bucket{}, &BucketList{},
-		&Backup{}, &BackupList{}, &Alert{}, &AlertList{})
+		&Backup{}, &BackupList{}, &Alert{}, &AlertList{},
+		&Volume{}, &VolumeList{}, &Component{}, &ComponentList{}, &Route{}, &RouteList{},
+		&Release{}, &ReleaseList{}, &Application{}, &ApplicationList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

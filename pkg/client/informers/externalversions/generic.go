@@ -43,6 +43,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().AccessPolicies().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("alerts"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().Alerts().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("applications"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().Applications().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("backups"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().Backups().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("buckets"):
@@ -51,18 +53,26 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().Caches().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("certificates"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().Certificates().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("components"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().Components().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("credentials"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().Credentials().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("databases"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().Databases().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("quotas"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().Quotas().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("releases"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().Releases().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("routes"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().Routes().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("secretpolicies"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().SecretPolicies().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("tenants"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().Tenants().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("topics"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().Topics().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("volumes"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Kubeos().V1alpha1().Volumes().Informer()}, nil
 
 	}
 

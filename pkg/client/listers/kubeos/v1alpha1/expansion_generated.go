@@ -16,6 +16,14 @@ type AlertListerExpansion interface{}
 // AlertNamespaceLister.
 type AlertNamespaceListerExpansion interface{}
 
+// ApplicationListerExpansion allows custom methods to be added to
+// ApplicationLister.
+type ApplicationListerExpansion interface{}
+
+// ApplicationNamespaceListerExpansion allows custom methods to be added to
+// ApplicationNamespaceLister.
+type ApplicationNamespaceListerExpansion interface{}
+
 // BackupListerExpansion allows custom methods to be added to
 // BackupLister.
 type BackupListerExpansion interface{}
@@ -48,6 +56,14 @@ type CertificateListerExpansion interface{}
 // CertificateNamespaceLister.
 type CertificateNamespaceListerExpansion interface{}
 
+// ComponentListerExpansion allows custom methods to be added to
+// ComponentLister.
+type ComponentListerExpansion interface{}
+
+// ComponentNamespaceListerExpansion allows custom methods to be added to
+// ComponentNamespaceLister.
+type ComponentNamespaceListerExpansion interface{}
+
 // CredentialListerExpansion allows custom methods to be added to
 // CredentialLister.
 type CredentialListerExpansion interface{}
@@ -68,6 +84,22 @@ type DatabaseNamespaceListerExpansion interface{}
 // QuotaLister.
 type QuotaListerExpansion interface{}
 
+// ReleaseListerExpansion allows custom methods to be added to
+// ReleaseLister.
+type ReleaseListerExpansion interface{}
+
+// ReleaseNamespaceListerExpansion allows custom methods to be added to
+// ReleaseNamespaceLister.
+type ReleaseNamespaceListerExpansion interface{}
+
+// RouteListerExpansion allows custom methods to be added to
+// RouteLister.
+type RouteListerExpansion interface{}
+
+// RouteNamespaceListerExpansion allows custom methods to be added to
+// RouteNamespaceLister.
+type RouteNamespaceListerExpansion interface{}
+
 // SecretPolicyListerExpansion allows custom methods to be added to
 // SecretPolicyLister.
 type SecretPolicyListerExpansion interface{}
@@ -87,3 +119,11 @@ type TopicListerExpansion interface{}
 // TopicNamespaceListerExpansion allows custom methods to be added to
 // TopicNamespaceLister.
 type TopicNamespaceListerExpansion interface{}
+
+// VolumeListerExpansion allows custom methods to be added to
+// VolumeLister.
+type VolumeListerExpansion interface{}
+
+// VolumeNamespaceListerExpansion allows custom methods to be added to
+// VolumeNamespaceLister.
+type VolumeNamespaceListerExpansion interface{}

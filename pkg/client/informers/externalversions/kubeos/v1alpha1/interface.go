@@ -14,6 +14,8 @@ type Interface interface {
 	AccessPolicies() TypedAccessPolicyInformer
 	// Alerts returns a AlertInformer.
 	Alerts() TypedAlertInformer
+	// Applications returns a ApplicationInformer.
+	Applications() TypedApplicationInformer
 	// Backups returns a BackupInformer.
 	Backups() TypedBackupInformer
 	// Buckets returns a BucketInformer.
@@ -22,18 +24,26 @@ type Interface interface {
 	Caches() TypedCacheInformer
 	// Certificates returns a CertificateInformer.
 	Certificates() TypedCertificateInformer
+	// Components returns a ComponentInformer.
+	Components() TypedComponentInformer
 	// Credentials returns a CredentialInformer.
 	Credentials() TypedCredentialInformer
 	// Databases returns a DatabaseInformer.
 	Databases() TypedDatabaseInformer
 	// Quotas returns a QuotaInformer.
 	Quotas() TypedQuotaInformer
+	// Releases returns a ReleaseInformer.
+	Releases() TypedReleaseInformer
+	// Routes returns a RouteInformer.
+	Routes() TypedRouteInformer
 	// SecretPolicies returns a SecretPolicyInformer.
 	SecretPolicies() TypedSecretPolicyInformer
 	// Tenants returns a TenantInformer.
 	Tenants() TypedTenantInformer
 	// Topics returns a TopicInformer.
 	Topics() TypedTopicInformer
+	// Volumes returns a VolumeInformer.
+	Volumes() TypedVolumeInformer
 }
 
 type version struct {
@@ -57,6 +67,11 @@ func (v *version) Alerts() TypedAlertInformer {
 	return &alertInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
+// Applications returns a TypedApplicationInformer.
+func (v *version) Applications() TypedApplicationInformer {
+	return &applicationInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
 // Backups returns a TypedBackupInformer.
 func (v *version) Backups() TypedBackupInformer {
 	return &backupInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
@@ -77,6 +92,11 @@ func (v *version) Certificates() TypedCertificateInformer {
 	return &certificateInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
+// Components returns a TypedComponentInformer.
+func (v *version) Components() TypedComponentInformer {
+	return &componentInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
 // Credentials returns a TypedCredentialInformer.
 func (v *version) Credentials() TypedCredentialInformer {
 	return &credentialInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
@@ -92,6 +112,16 @@ func (v *version) Quotas() TypedQuotaInformer {
 	return &quotaInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
+// Releases returns a TypedReleaseInformer.
+func (v *version) Releases() TypedReleaseInformer {
+	return &releaseInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// Routes returns a TypedRouteInformer.
+func (v *version) Routes() TypedRouteInformer {
+	return &routeInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
 // SecretPolicies returns a TypedSecretPolicyInformer.
 func (v *version) SecretPolicies() TypedSecretPolicyInformer {
 	return &secretPolicyInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
@@ -105,4 +135,9 @@ func (v *version) Tenants() TypedTenantInformer {
 // Topics returns a TypedTopicInformer.
 func (v *version) Topics() TypedTopicInformer {
 	return &topicInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// Volumes returns a TypedVolumeInformer.
+func (v *version) Volumes() TypedVolumeInformer {
+	return &volumeInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

@@ -8,6 +8,8 @@ type AccessPolicyExpansion interface{}
 
 type AlertExpansion interface{}
 
+type ApplicationExpansion interface{}
+
 type BackupExpansion interface{}
 
 type BucketExpansion interface{}
@@ -16,14 +18,22 @@ type CacheExpansion interface{}
 
 type CertificateExpansion interface{}
 
+type ComponentExpansion interface{}
+
 type CredentialExpansion interface{}
 
 type DatabaseExpansion interface{}
 
 type QuotaExpansion interface{}
 
+type ReleaseExpansion interface{}
+
+type RouteExpansion interface{}
+
 type SecretPolicyExpansion interface{}
 
 type TenantExpansion interface{}
 
 type TopicExpansion interface{}
+
+type VolumeExpansion interface{}

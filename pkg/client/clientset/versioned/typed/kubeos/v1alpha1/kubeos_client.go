@@ -16,16 +16,21 @@ type KubeosV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	AccessPoliciesGetter
 	AlertsGetter
+	ApplicationsGetter
 	BackupsGetter
 	BucketsGetter
 	CachesGetter
 	CertificatesGetter
+	ComponentsGetter
 	CredentialsGetter
 	DatabasesGetter
 	QuotasGetter
+	ReleasesGetter
+	RoutesGetter
 	SecretPoliciesGetter
 	TenantsGetter
 	TopicsGetter
+	VolumesGetter
 }
 
 // KubeosV1alpha1Client is used to interact with features provided by the kubeos.dev group.
@@ -39,6 +44,10 @@ func (c *KubeosV1alpha1Client) AccessPolicies() AccessPolicyInterface {
 
 func (c *KubeosV1alpha1Client) Alerts(namespace string) AlertInterface {
 	return newAlerts(c, namespace)
+}
+
+func (c *KubeosV1alpha1Client) Applications(namespace string) ApplicationInterface {
+	return newApplications(c, namespace)
 }
 
 func (c *KubeosV1alpha1Client) Backups(namespace string) BackupInterface {
@@ -57,6 +66,10 @@ func (c *KubeosV1alpha1Client) Certificates(namespace string) CertificateInterfa
 	return newCertificates(c, namespace)
 }
 
+func (c *KubeosV1alpha1Client) Components(namespace string) ComponentInterface {
+	return newComponents(c, namespace)
+}
+
 func (c *KubeosV1alpha1Client) Credentials(namespace string) CredentialInterface {
 	return newCredentials(c, namespace)
 }
@@ -69,6 +82,14 @@ func (c *KubeosV1alpha1Client) Quotas() QuotaInterface {
 	return newQuotas(c)
 }
 
+func (c *KubeosV1alpha1Client) Releases(namespace string) ReleaseInterface {
+	return newReleases(c, namespace)
+}
+
+func (c *KubeosV1alpha1Client) Routes(namespace string) RouteInterface {
+	return newRoutes(c, namespace)
+}
+
 func (c *KubeosV1alpha1Client) SecretPolicies(namespace string) SecretPolicyInterface {
 	return newSecretPolicies(c, namespace)
 }
@@ -79,6 +100,10 @@ func (c *KubeosV1alpha1Client) Tenants() TenantInterface {
 
 func (c *KubeosV1alpha1Client) Topics(namespace string) TopicInterface {
 	return newTopics(c, namespace)
+}
+
+func (c *KubeosV1alpha1Client) Volumes(namespace string) VolumeInterface {
+	return newVolumes(c, namespace)
 }
 
 // NewForConfig creates a new KubeosV1alpha1Client for the given config.

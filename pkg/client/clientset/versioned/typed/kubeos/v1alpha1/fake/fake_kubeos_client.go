@@ -22,6 +22,10 @@ func (c *FakeKubeosV1alpha1) Alerts(namespace string) v1alpha1.AlertInterface {
 	return newFakeAlerts(c, namespace)
 }
 
+func (c *FakeKubeosV1alpha1) Applications(namespace string) v1alpha1.ApplicationInterface {
+	return newFakeApplications(c, namespace)
+}
+
 func (c *FakeKubeosV1alpha1) Backups(namespace string) v1alpha1.BackupInterface {
 	return newFakeBackups(c, namespace)
 }
@@ -38,6 +42,10 @@ func (c *FakeKubeosV1alpha1) Certificates(namespace string) v1alpha1.Certificate
 	return newFakeCertificates(c, namespace)
 }
 
+func (c *FakeKubeosV1alpha1) Components(namespace string) v1alpha1.ComponentInterface {
+	return newFakeComponents(c, namespace)
+}
+
 func (c *FakeKubeosV1alpha1) Credentials(namespace string) v1alpha1.CredentialInterface {
 	return newFakeCredentials(c, namespace)
 }
@@ -50,6 +58,14 @@ func (c *FakeKubeosV1alpha1) Quotas() v1alpha1.QuotaInterface {
 	return newFakeQuotas(c)
 }
 
+func (c *FakeKubeosV1alpha1) Releases(namespace string) v1alpha1.ReleaseInterface {
+	return newFakeReleases(c, namespace)
+}
+
+func (c *FakeKubeosV1alpha1) Routes(namespace string) v1alpha1.RouteInterface {
+	return newFakeRoutes(c, namespace)
+}
+
 func (c *FakeKubeosV1alpha1) SecretPolicies(namespace string) v1alpha1.SecretPolicyInterface {
 	return newFakeSecretPolicies(c, namespace)
 }
@@ -60,6 +76,10 @@ func (c *FakeKubeosV1alpha1) Tenants() v1alpha1.TenantInterface {
 
 func (c *FakeKubeosV1alpha1) Topics(namespace string) v1alpha1.TopicInterface {
 	return newFakeTopics(c, namespace)
+}
+
+func (c *FakeKubeosV1alpha1) Volumes(namespace string) v1alpha1.VolumeInterface {
+	return newFakeVolumes(c, namespace)
 }
 
 // RESTClient returns a RESTClient that is used to communicate
