@@ -328,6 +328,7 @@ func (s *Server) Run(ctx context.Context) error {
 		Log:            o.Log,
 		Audit:          sec.audit,
 	})
+	handler = s.withDashboard(handler) // the operator dashboard at /ui/ (dashboard.go)
 	tlsConfig, err := s.pki.ServingTLSConfig()
 	if err != nil {
 		return err
