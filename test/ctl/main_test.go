@@ -38,12 +38,15 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = filepath.Join(dir, "bin")
-	kubeBin = filepath.Join(binDir, "kube")
-	if out, err := exec.Command("go", "build", "-o", kubeBin, "kubeos.dev/kube/cmd/kube").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "ctl: go build: %v\n%s", err, out)
+	if kubeBin, err = servertest.KubeBinary(); err != nil {
+		fmt.Fprintln(os.Stderr, "ctl:", err)
 		return 1
 	}
 	// kubectl finds plugins on PATH: kubectl-kube is the same binary under the plugin's name.
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "ctl:", err)
+		return 1
+	}
 	if err := os.Symlink(kubeBin, filepath.Join(binDir, "kubectl-kube")); err != nil {
 		fmt.Fprintln(os.Stderr, "ctl:", err)
 		return 1

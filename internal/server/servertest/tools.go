@@ -86,13 +86,36 @@ func Eventually(t testing.TB, d, interval time.Duration, f func() error) {
 	}
 }
 
-// BuildKube builds the kube binary into dir and returns its path, for tests that run it as
-// a user does (signals, listening sockets, several processes).
+// BuildKube returns the path of a kube binary built from this module, for tests that run it
+// as a user does (signals, listening sockets, several processes). The binary is the go
+// command's cached executable (`go run` caches what it links, keyed by the sources), so the
+// many test packages that need one link it once between them instead of once each; dir is
+// unused and kept for callers. The binary must not be modified.
 func BuildKube(t testing.TB, dir string) string {
 	t.Helper()
-	bin := filepath.Join(dir, "kube")
-	if out, err := exec.Command("go", "build", "-o", bin, "kubeos.dev/kube/cmd/kube").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := KubeBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
+
+var kubeBinary = sync.OnceValues(func() (string, error) {
+	// The first link of a package leaves its executable in a temporary directory that go run
+	// removes; once it is in the cache, a second go run names the cached file.
+	for range 2 {
+		out, err := exec.Command("go", "run", "-exec", "/bin/echo", "kubeos.dev/kube/cmd/kube").CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("go run kubeos.dev/kube/cmd/kube: %v\n%s", err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		bin := lines[len(lines)-1]
+		if _, err := os.Stat(bin); err == nil {
+			return bin, nil
+		}
+	}
+	return "", fmt.Errorf("go run kubeos.dev/kube/cmd/kube: the linked binary is not cached")
+})
+
+// KubeBinary is BuildKube for code without a testing.TB (TestMain).
+func KubeBinary() (string, error) { return kubeBinary() }
