@@ -1,0 +1,31 @@
+// Package gateway is Kube's HTTP(S) gateway: the data plane of the Route kind
+// (kubeos.dev/v1alpha1), run by a node agent (kube agent, or kube server --agent) on ports
+// of the node.
+//
+// The job splits in a pure core and a thin shell:
+//
+//   - [Compile] turns what the informers hold (Routes, Services, EndpointSlices, Releases,
+//     TLS Secrets) into a [Table]: per hostname the Routes' match entries sorted by Gateway
+//     API HTTPRoute precedence, each with its filters, timeout, retries and weighted
+//     backends resolved to ready endpoint addresses (pod IPs, so the gateway works without
+//     the Service proxy). No clients, clocks or goroutines; table-tested.
+//   - [Table.Route] picks the entry for a request: the most specific hostname (exact, then
+//     the longest wildcard suffix; "*.example.com" matches one or more labels), then the
+//     first entry of that hostname that matches, in this order of precedence: an Exact path,
+//     then a RegularExpression path (the longer first; Gateway API leaves regex precedence to
+//     the implementation), then the longest PathPrefix; then a method match; then more
+//     header matches; then more query parameter matches; then the oldest Route, then
+//     namespace/name alphabetically; then the rule's and the match's order in the Route.
+//   - [Gateway] serves HTTP and HTTPS (SNI picks a certificate from the Secret of the
+//     Route's Certificate) with net/http/httputil's ReverseProxy: filters
+//     (RequestHeaderModifier, URLRewrite, RequestRedirect, ResponseHeaderModifier), a
+//     per-rule request timeout (504), retries on connection failure to another endpoint,
+//     a backend chosen per request by weight. A Release's canary weight splits a backend
+//     between the Services <component>-canary and <component>-stable. The table is swapped
+//     atomically on every change, so a reload drops no connection; each request is logged
+//     (slog) and counted per Route in Prometheus metrics (kube_gateway_*).
+//
+// Answers: no Route for the host or no matching rule → 404; a backend whose Service does
+// not exist → 500 (Gateway API's answer for an unresolved backend); no ready endpoint →
+// 503; the upstream unreachable after the retries → 502; the rule's timeout → 504.
+package gateway
