@@ -207,7 +207,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	build()
 
 	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
+		ErrorLog:    slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
 	var wg sync.WaitGroup
 	errc := make(chan error, len(lns))

@@ -37,7 +37,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Failed attempts to reach a backend, per Route and reason (connect, timeout, other)"}, []string{"namespace", "route", "reason"}),
 		builds: prometheus.NewCounter(prometheus.CounterOpts{Name: "kube_gateway_table_builds_total",
 			Help: "Route tables compiled and swapped in"}),
-		routes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kube_gateway_routes", Help: "Routes in the current table"}),
+		routes:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "kube_gateway_routes", Help: "Routes in the current table"}),
 		codeLabels: [6]string{"other", "1xx", "2xx", "3xx", "4xx", "5xx"},
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.upstream, m.builds, m.routes} {
@@ -83,4 +83,3 @@ func codeClass(code int) int {
 	}
 	return 0
 }
-
