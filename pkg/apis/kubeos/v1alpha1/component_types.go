@@ -15,6 +15,23 @@ const (
 	WorkloadCronJob     = "CronJob"
 )
 
+// The Component's contract with the kinds that build on it (Release, Route, Application).
+const (
+	// LabelComponent names the Component on everything it creates and on its pods; the
+	// Component's Service selects only on it, so stable and canary pods both serve.
+	LabelComponent = "kubeos.dev/component"
+	// LabelTrack is TrackStable on the Component's own pods (its workload's selector) and
+	// TrackCanary on a Release's canary pods.
+	LabelTrack  = "kubeos.dev/track"
+	TrackStable = "stable"
+	TrackCanary = "canary"
+	// AnnotationRolloutStrategy on a Component (Recreate or RollingUpdate) sets its
+	// Deployment's strategy (a Release sets it).
+	AnnotationRolloutStrategy = "kubeos.dev/rollout-strategy"
+	// ComponentContainer is the name of the Component's one container.
+	ComponentContainer = "main"
+)
+
 // Component is one workload of an application: a Deployment (default), StatefulSet, Job or
 // CronJob running one image, the Service that exposes its ports, and an HPA when it
 // autoscales. It waits for the data services and Volumes it uses and gets their
