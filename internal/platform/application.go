@@ -1,12 +1,525 @@
 package platform
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/pkg/lifecycle"
 )
 
-// registerApplication registers the Application kind. (Stub: the driver is being written.)
+// registerApplication registers the Application kind. Its Dependencies are its member
+// Components (spec.components, and the selector's matches recorded in status.components),
+// so the engine holds it until they are Active and tree shows them. While it is held the
+// driver does not run: the watch of Components refreshes the member labels and the status
+// table itself (applicationDriver.refresh), so status.components says which Component is
+// not ready and why also then.
 func registerApplication(e *lifecycle.Engine, o Options) error {
+	d := &applicationDriver{o: o, apps: map[string]map[string]appMembership{}}
 	return RegisterData(e, o, lifecycle.KindOptions[*v1alpha1.Application]{Kind: "Application", New: func() *v1alpha1.Application { return &v1alpha1.Application{} },
-		Driver: nopDriver[*v1alpha1.Application]{}, MaxConcurrentReconciles: 4})
+		Driver: d, MaxConcurrentReconciles: 4,
+		Dependencies: func(app *v1alpha1.Application) []lifecycle.Ref {
+			d.remember(app)
+			names := appListed(app)
+			refs := make([]lifecycle.Ref, len(names))
+			for i, n := range names {
+				refs[i] = lifecycle.Ref{Kind: "Component", Namespace: app.Namespace, Name: n}
+			}
+			return refs
+		},
+		Watches: []lifecycle.Watch{{Object: &v1alpha1.Component{}, Map: d.mapComponent}}})
+}
+
+// appListed is spec.components ∪ the members recorded in status, sorted.
+func appListed(app *v1alpha1.Application) []string {
+	names := slices.Clone(app.Spec.Components)
+	for _, r := range app.Status.Components {
+		names = append(names, r.Name)
+	}
+	sort.Strings(names)
+	return slices.Compact(names)
+}
+
+type appMembership struct {
+	names    []string
+	selector labels.Selector // nil: none
+}
+
+func (m appMembership) claims(c *v1alpha1.Component) bool {
+	return slices.Contains(m.names, c.Name) || (m.selector != nil && m.selector.Matches(labels.Set(c.Labels)))
+}
+
+type applicationDriver struct {
+	o    Options
+	mu   sync.Mutex
+	apps map[string]map[string]appMembership // namespace → Application → membership
+}
+
+func (d *applicationDriver) remember(app *v1alpha1.Application) {
+	m := appMembership{names: slices.Clone(app.Spec.Components)}
+	if app.Spec.Selector != nil {
+		if s, err := metav1.LabelSelectorAsSelector(app.Spec.Selector); err == nil && !s.Empty() {
+			m.selector = s
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.apps[app.Namespace] == nil {
+		d.apps[app.Namespace] = map[string]appMembership{}
+	}
+	d.apps[app.Namespace][app.Name] = m
+}
+
+func (d *applicationDriver) forget(app *v1alpha1.Application) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.apps[app.Namespace], app.Name)
+}
+
+// mapComponent maps a Component to the Applications claiming it, and refreshes their
+// labels and table (the engine does not run the driver while a member is not Active).
+func (d *applicationDriver) mapComponent(ctx context.Context, obj client.Object) []types.NamespacedName {
+	c, ok := obj.(*v1alpha1.Component)
+	if !ok {
+		return nil
+	}
+	var out []types.NamespacedName
+	d.mu.Lock()
+	for name, m := range d.apps[c.Namespace] {
+		if m.claims(c) || c.Labels[labelApplicationKey] == name {
+			out = append(out, types.NamespacedName{Namespace: c.Namespace, Name: name})
+		}
+	}
+	d.mu.Unlock()
+	for _, n := range out {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := d.refresh(ctx, n); err != nil {
+			d.o.Log.Debug("application refresh", "application", n.String(), "err", err)
+		}
+		cancel()
+	}
+	return out
+}
+
+// refresh labels the members and writes the table of a held Application (status patch of
+// status.ready and status.components only).
+func (d *applicationDriver) refresh(ctx context.Context, n types.NamespacedName) error {
+	var app v1alpha1.Application
+	if err := d.o.Client.Get(ctx, n, &app); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if app.DeletionTimestamp != nil {
+		return nil
+	}
+	members, err := d.members(ctx, &app)
+	if err != nil {
+		return err
+	}
+	if err := d.label(ctx, &app, members); err != nil {
+		return err
+	}
+	rows, ready := applicationTable(&app, members)
+	if equalRows(rows, app.Status.Components) && ready == app.Status.Ready {
+		return nil
+	}
+	patch := map[string]any{"status": map[string]any{"ready": ready, "components": rows}}
+	return mergePatchStatus(ctx, d.o.Client, &app, patch)
+}
+
+func mergePatchStatus(ctx context.Context, c client.Client, obj client.Object, patch map[string]any) error {
+	b, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	return c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, b))
+}
+
+func equalRows(a, b []v1alpha1.ApplicationComponentStatus) bool { return slices.Equal(a, b) }
+
+// member is a Component an Application names or selects (comp nil: it does not exist).
+type member struct {
+	name string
+	comp *v1alpha1.Component
+}
+
+// members resolves spec.components ∪ the selector's matches, sorted by name.
+func (d *applicationDriver) members(ctx context.Context, app *v1alpha1.Application) ([]member, error) {
+	byName := map[string]*v1alpha1.Component{}
+	var list v1alpha1.ComponentList
+	if err := d.o.Client.List(ctx, &list, client.InNamespace(app.Namespace)); err != nil {
+		return nil, fmt.Errorf("list components: %w", err)
+	}
+	var sel labels.Selector
+	if app.Spec.Selector != nil {
+		s, err := metav1.LabelSelectorAsSelector(app.Spec.Selector)
+		if err != nil {
+			return nil, fmt.Errorf("selector: %w", err)
+		}
+		if !s.Empty() {
+			sel = s
+		}
+	}
+	names := slices.Clone(app.Spec.Components)
+	for i := range list.Items {
+		c := &list.Items[i]
+		byName[c.Name] = c
+		if sel != nil && sel.Matches(labels.Set(c.Labels)) {
+			names = append(names, c.Name)
+		}
+	}
+	sort.Strings(names)
+	names = slices.Compact(names)
+	out := make([]member, len(names))
+	for i, n := range names {
+		out[i] = member{name: n, comp: byName[n]}
+	}
+	return out, nil
+}
+
+// applicationTable is the status table: one row per member and "ready/total".
+func applicationTable(app *v1alpha1.Application, members []member) ([]v1alpha1.ApplicationComponentStatus, string) {
+	rows := make([]v1alpha1.ApplicationComponentStatus, len(members))
+	ready := 0
+	for i, m := range members {
+		rows[i] = componentRow(m)
+		if rows[i].Ready {
+			ready++
+		}
+	}
+	return rows, fmt.Sprintf("%d/%d", ready, len(members))
+}
+
+// componentRow is one Component's row: its phase, and when not ready the reason: the
+// dependencies it waits for, else its Ready condition's reason and message.
+func componentRow(m member) v1alpha1.ApplicationComponentStatus {
+	r := v1alpha1.ApplicationComponentStatus{Name: m.name}
+	if m.comp == nil {
+		r.Reason, r.Message = "NotFound", "Component "+m.name+" does not exist"
+		return r
+	}
+	st := m.comp.Status.Status
+	r.Phase = st.Phase
+	readyCond := meta.FindStatusCondition(st.Conditions, lifecycle.ConditionReady)
+	r.Ready = st.Phase == lifecycle.PhaseActive && readyCond != nil && readyCond.Status == metav1.ConditionTrue
+	if r.Ready {
+		return r
+	}
+	if dc := meta.FindStatusCondition(st.Conditions, lifecycle.ConditionDependenciesReady); dc != nil && dc.Status == metav1.ConditionFalse {
+		r.Reason, r.Message = firstNonEmptyStr(dc.Reason, "DependenciesNotReady"), dc.Message
+		return r
+	}
+	if readyCond != nil {
+		r.Reason, r.Message = readyCond.Reason, readyCond.Message
+	}
+	if r.Reason == "" {
+		r.Reason = "Pending"
+	}
+	return r
+}
+
+func firstNonEmptyStr(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// wantLabels are the labels an Application puts on its member Components.
+func wantLabels(app *v1alpha1.Application) map[string]string {
+	return map[string]string{labelApplicationKey: app.Name, labelPartOf: app.Name}
+}
+
+// label adds the Application's labels to its members and removes them from Components it
+// no longer claims (metadata patches only).
+func (d *applicationDriver) label(ctx context.Context, app *v1alpha1.Application, members []member) error {
+	want := wantLabels(app)
+	claimed := map[string]bool{}
+	for _, m := range members {
+		claimed[m.name] = true
+		if m.comp == nil {
+			continue
+		}
+		if other := m.comp.Labels[labelApplicationKey]; other != "" && other != app.Name {
+			continue // claimed by another Application first
+		}
+		patch := map[string]any{}
+		for k, v := range want {
+			if m.comp.Labels[k] != v {
+				patch[k] = v
+			}
+		}
+		if len(patch) > 0 {
+			if err := mergePatch(ctx, d.o.Client, m.comp.DeepCopy(), map[string]any{"metadata": map[string]any{"labels": patch}}); err != nil {
+				return fmt.Errorf("label component %s: %w", m.name, err)
+			}
+		}
+	}
+	var list v1alpha1.ComponentList
+	if err := d.o.Client.List(ctx, &list, client.InNamespace(app.Namespace), client.MatchingLabels{labelApplicationKey: app.Name}); err != nil {
+		return fmt.Errorf("list labelled components: %w", err)
+	}
+	for i := range list.Items {
+		c := &list.Items[i]
+		if claimed[c.Name] {
+			continue
+		}
+		patch := map[string]any{"metadata": map[string]any{"labels": map[string]any{labelApplicationKey: nil, labelPartOf: nil}}}
+		if err := mergePatch(ctx, d.o.Client, c.DeepCopy(), patch); err != nil {
+			return fmt.Errorf("unlabel component %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+func (d *applicationDriver) labelsUpToDate(app *v1alpha1.Application, members []member) bool {
+	want := wantLabels(app)
+	for _, m := range members {
+		if m.comp == nil || (m.comp.Labels[labelApplicationKey] != "" && m.comp.Labels[labelApplicationKey] != app.Name) {
+			continue
+		}
+		for k, v := range want {
+			if m.comp.Labels[k] != v {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (d *applicationDriver) Observe(ctx context.Context, app *v1alpha1.Application) (lifecycle.Outcome, error) {
+	d.remember(app)
+	members, err := d.members(ctx, app)
+	if err != nil {
+		return lifecycle.Outcome{}, err
+	}
+	if !d.labelsUpToDate(app, members) {
+		return lifecycle.Outcome{Exists: true}, nil
+	}
+	return d.summarize(app, members), nil
+}
+
+func (d *applicationDriver) Provision(ctx context.Context, app *v1alpha1.Application) (lifecycle.Outcome, error) {
+	return d.Update(ctx, app)
+}
+
+func (d *applicationDriver) Update(ctx context.Context, app *v1alpha1.Application) (lifecycle.Outcome, error) {
+	members, err := d.members(ctx, app)
+	if err != nil {
+		return lifecycle.Outcome{}, err
+	}
+	if err := d.label(ctx, app, members); err != nil {
+		return lifecycle.Outcome{}, err
+	}
+	return d.summarize(app, members), nil
+}
+
+// summarize writes the table into app's status: Ready only when every member is.
+func (d *applicationDriver) summarize(app *v1alpha1.Application, members []member) lifecycle.Outcome {
+	rows, ready := applicationTable(app, members)
+	app.Status.Components, app.Status.Ready = rows, ready
+	var waiting []string
+	for _, r := range rows {
+		if !r.Ready {
+			waiting = append(waiting, fmt.Sprintf("%s: %s %s", r.Name, r.Reason, r.Message))
+		}
+	}
+	if len(members) == 0 {
+		return lifecycle.Outcome{Exists: true, UpToDate: true, Reason: "NoComponents", Message: "the Application names and selects no Component"}
+	}
+	if len(waiting) > 0 {
+		return lifecycle.Outcome{Exists: true, UpToDate: true, Phase: lifecycle.PhaseReconciling, Reason: "ComponentsNotReady",
+			Message: ready + " ready; " + strings.Join(waiting, "; "), RequeueAfter: 30 * time.Second}
+	}
+	return lifecycle.Outcome{Exists: true, UpToDate: true, Reason: "ComponentsReady", Message: ready + " Components ready"}
+}
+
+// Deprovision deletes the members' Routes and Releases and the members, in reverse
+// dependency order, never the data services and Volumes they use: the first pass issues
+// the deletions and says what is kept (condition message and Event); the next one, once
+// every deletion is under way, lets the Application go. The engine then deletes each
+// Component only after its dependents (Routes, Components that depend on it) are gone.
+func (d *applicationDriver) Deprovision(ctx context.Context, app *v1alpha1.Application) (lifecycle.Outcome, error) {
+	d.forget(app)
+	members, err := d.members(ctx, app)
+	if err != nil {
+		return lifecycle.Outcome{}, err
+	}
+	for _, r := range app.Status.Components {
+		if !slices.ContainsFunc(members, func(m member) bool { return m.name == r.Name }) {
+			members = append(members, member{name: r.Name})
+		}
+	}
+	names := map[string]bool{}
+	var comps []*v1alpha1.Component
+	for _, m := range members {
+		names[m.name] = true
+		if m.comp != nil {
+			comps = append(comps, m.comp)
+		}
+	}
+	kept, err := d.kept(ctx, app.Namespace, comps)
+	if err != nil {
+		return lifecycle.Outcome{}, err
+	}
+	c := d.o.Client
+	pending := 0
+	var routes v1alpha1.RouteList
+	if err := c.List(ctx, &routes, client.InNamespace(app.Namespace)); err != nil {
+		return lifecycle.Outcome{}, fmt.Errorf("list routes: %w", err)
+	}
+	var victims []client.Object
+	for i := range routes.Items {
+		r := &routes.Items[i]
+		if routeNames(r, names) {
+			victims = append(victims, r)
+		}
+	}
+	var releases v1alpha1.ReleaseList
+	if err := c.List(ctx, &releases, client.InNamespace(app.Namespace)); err != nil {
+		return lifecycle.Outcome{}, fmt.Errorf("list releases: %w", err)
+	}
+	for i := range releases.Items {
+		if names[releases.Items[i].Spec.Component] {
+			victims = append(victims, &releases.Items[i])
+		}
+	}
+	for _, comp := range reverseDependencyOrder(comps) {
+		victims = append(victims, comp)
+	}
+	var deleted []string
+	for _, v := range victims {
+		if v.GetDeletionTimestamp() != nil {
+			continue
+		}
+		pending++
+		if err := c.Delete(ctx, v); err != nil && !apierrors.IsNotFound(err) {
+			return lifecycle.Outcome{}, fmt.Errorf("delete %T %s: %w", v, v.GetName(), err)
+		}
+		deleted = append(deleted, kindOf(v)+"/"+v.GetName())
+	}
+	msg := "deleting " + strings.Join(deleted, ", ")
+	if len(deleted) == 0 {
+		msg = "Components, Routes and Releases deleted"
+	}
+	if len(kept) > 0 {
+		msg += "; " + strings.Join(kept, "; ")
+	}
+	if pending > 0 {
+		if len(kept) > 0 {
+			recordEvent(d.o.Events, app, true, "Kept", "Delete", strings.Join(kept, "; "))
+		}
+		recordEvent(d.o.Events, app, true, "DeletingComponents", "Delete", msg)
+		return lifecycle.Outcome{Phase: lifecycle.PhaseReconciling, Reason: "DeletingComponents", Message: msg, RequeueAfter: time.Second}, nil
+	}
+	return lifecycle.Outcome{Reason: "Deprovisioned", Message: msg}, nil
+}
+
+func kindOf(o client.Object) string {
+	switch o.(type) {
+	case *v1alpha1.Route:
+		return "Route"
+	case *v1alpha1.Release:
+		return "Release"
+	default:
+		return "Component"
+	}
+}
+
+func routeNames(r *v1alpha1.Route, names map[string]bool) bool {
+	for _, rule := range r.Spec.Rules {
+		for _, b := range rule.Backends {
+			if names[b.Component] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// reverseDependencyOrder orders Components so that one is deleted before those it depends
+// on (spec.dependsOn of kind Component); ties by name.
+func reverseDependencyOrder(comps []*v1alpha1.Component) []*v1alpha1.Component {
+	byName := map[string]*v1alpha1.Component{}
+	for _, c := range comps {
+		byName[c.Name] = c
+	}
+	var order []*v1alpha1.Component // dependencies first
+	state := map[string]int{}       // 1 visiting, 2 done
+	var visit func(c *v1alpha1.Component)
+	visit = func(c *v1alpha1.Component) {
+		if state[c.Name] != 0 {
+			return
+		}
+		state[c.Name] = 1
+		deps := []string{}
+		for _, dep := range c.Spec.DependsOn {
+			if dep.Kind == "Component" && (dep.Namespace == "" || dep.Namespace == c.Namespace) {
+				deps = append(deps, dep.Name)
+			}
+		}
+		sort.Strings(deps)
+		for _, n := range deps {
+			if dc := byName[n]; dc != nil {
+				visit(dc)
+			}
+		}
+		state[c.Name] = 2
+		order = append(order, c)
+	}
+	sorted := slices.Clone(comps)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, c := range sorted {
+		visit(c)
+	}
+	slices.Reverse(order)
+	return order
+}
+
+// dataKinds are the kinds a Component uses that an Application never deletes.
+var dataKinds = []string{"Database", "Cache", "Topic", "Bucket", "Volume"}
+
+// kept lists the used data services and Volumes with deletionPolicy Retain.
+func (d *applicationDriver) kept(ctx context.Context, ns string, comps []*v1alpha1.Component) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range comps {
+		for _, u := range c.Spec.Uses {
+			key := u.Kind + "/" + u.Name
+			if seen[key] || !slices.Contains(dataKinds, u.Kind) {
+				continue
+			}
+			seen[key] = true
+			obj := &unstructured.Unstructured{}
+			obj.SetAPIVersion(v1alpha1.GroupVersion.String())
+			obj.SetKind(u.Kind)
+			if err := d.o.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: u.Name}, obj); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return nil, fmt.Errorf("read %s: %w", key, err)
+			}
+			p, _, _ := unstructured.NestedString(obj.Object, "spec", "deletionPolicy")
+			if deletionPolicy(p) == v1alpha1.DeletionRetain {
+				out = append(out, fmt.Sprintf("kept %s (deletionPolicy Retain)", key))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
