@@ -240,7 +240,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		Log:         a.log,
 	})
 	srv, err := server.Listen(server.Options{Addr: net.JoinHostPort(o.Address, fmt.Sprint(o.Port)), NodeName: o.NodeName, ClientCA: caPool,
-		CertDir: filepath.Join(o.DataDir, "pki"), Hosts: hosts, Client: a.client, Pods: mgr, Runtime: cri.Runtime, Log: a.log})
+		CertDir: filepath.Join(o.DataDir, "pki"), Hosts: hosts, Client: a.client, Pods: mgr, Runtime: cri.Runtime,
+		Volumes: LocalVolumes{Dir: filepath.Join(o.DataDir, "volumes")}, Log: a.log})
 	if err != nil {
 		return err
 	}

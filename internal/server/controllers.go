@@ -81,7 +81,7 @@ func (s *Server) startElectedControllers(ctx context.Context, wg *sync.WaitGroup
 	identity := s.leaderIdentity()
 	var cancels []context.CancelFunc
 	var dones []chan struct{}
-	for _, c := range slices.Concat(electedControllers, workloadControllers, clusterControllers, schedulerControllers, simNodeControllers) {
+	for _, c := range slices.Concat(electedControllers, workloadControllers, clusterControllers, localPathControllers, schedulerControllers, simNodeControllers) {
 		log := s.opts.Log.With("controller", c.name)
 		cfg, err := s.LoopbackConfig(ControllerUser(c.name), ControllersGroup)
 		if err != nil {

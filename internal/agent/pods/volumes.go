@@ -61,6 +61,11 @@ func (m *Manager) prepareVolumes(ctx context.Context, pod *corev1.Pod, tokens ma
 				}
 			}
 			continue
+		case v.PersistentVolumeClaim != nil:
+			if paths[v.Name], err = m.claimPath(ctx, pod, v); err != nil {
+				return nil, err
+			}
+			continue
 		case v.EmptyDir != nil:
 			if err := os.MkdirAll(dir, 0o777); err != nil {
 				return nil, fmt.Errorf("emptyDir %s: %w", v.Name, err)

@@ -53,6 +53,8 @@ type Options struct {
 	Pods   Pods
 	// Runtime is the CRI runtime (streaming, sandboxes, log checks).
 	Runtime internalapi.RuntimeService
+	// Volumes are the node's local-path volume directories (volumes.go); nil: none.
+	Volumes Volumes
 	Log     *slog.Logger
 }
 
@@ -106,6 +108,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	mux.HandleFunc("/attach/{ns}/{pod}/{uid}/{container}", s.attach)
 	mux.HandleFunc("/portForward/{ns}/{pod}", s.portForward)
 	mux.HandleFunc("/portForward/{ns}/{pod}/{uid}", s.portForward)
+	s.volumeRoutes(mux)
 	srv := &http.Server{Handler: s.authenticated(mux), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelDebug)}
 	go func() {
