@@ -15,6 +15,10 @@ type ServicesOptions struct {
 	Enabled bool
 	// Table is the nftables table (family ip) the proxy owns (default "kube-proxy").
 	Table string
+	// NodeRoutes programs a route to every other node's pod CIDR via that node's
+	// InternalIP (internal/agent/routes; needs Options.ClusterCIDR). Off in the zero value;
+	// the flags turn it on by default.
+	NodeRoutes bool
 }
 
 // proxies holds each running agent's proxy, for ServicesHandler.

@@ -6,12 +6,12 @@ import (
 )
 
 // startNetworking starts the node's Service networking beside the pod manager (issue 19):
-// the Service proxy (internal/agent/proxy), the node-local cluster DNS
+// the routes to the other nodes' pod CIDRs (internal/agent/routes), the Service proxy (internal/agent/proxy), the node-local cluster DNS
 // (internal/agent/dns) and NetworkPolicy enforcement (internal/agent/netpol), each when
 // its options enable it. A component that fails sends its error to errc, which stops the
 // agent; each stops when ctx ends, and wg tracks it.
 func (a *Agent) startNetworking(ctx context.Context, wg *sync.WaitGroup, errc chan<- error) {
-	for _, start := range []func(context.Context) (func(context.Context) error, error){a.services, a.clusterDNS, a.networkPolicy} {
+	for _, start := range []func(context.Context) (func(context.Context) error, error){a.nodeRoutes, a.services, a.clusterDNS, a.networkPolicy} {
 		run, err := start(ctx)
 		if err != nil {
 			errc <- err

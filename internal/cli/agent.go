@@ -46,6 +46,7 @@ func defaultDataDirOrTmp() string {
 func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 	var o agent.Options
 	var kubeconfig, logLevel, serverURL, token, caFile string
+	var cleanup bool
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run a node agent: register a Node and run the pods bound to it through CRI (containerd)",
@@ -56,6 +57,9 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 				return err
 			}
 			o.Log = log
+			if cleanup {
+				return runAgentCleanup(cmd.Context(), out, o)
+			}
 			if abs, err := filepath.Abs(o.DataDir); err == nil {
 				o.DataDir = abs
 			}
@@ -121,7 +125,20 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 	addAgentDNSFlags(f, "", &o.DNS)
 	addAgentNetworkPolicyFlags(f, "", &o.NetworkPolicy)
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.BoolVar(&cleanup, "cleanup", false, "remove what the agent's networking put on this node (nftables tables, DNS link, routes; the same table/interface/CIDR flags as its run) and exit")
 	return cmd
+}
+
+// runAgentCleanup is `kube agent --cleanup`: agent.CleanupNetworking with the flags' options.
+func runAgentCleanup(ctx context.Context, out io.Writer, o agent.Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	done, err := agent.CleanupNetworking(ctx, o)
+	for _, d := range done {
+		fmt.Fprintln(out, "removed:", d)
+	}
+	return err
 }
 
 func newImagesCommand(out io.Writer) *cobra.Command {

@@ -122,6 +122,7 @@ const masqMark = 0x4000
 // desired is the table's content apart from its fixed base chains.
 type desired struct {
 	chains        map[string][]rule
+	contents      map[string]string // chain → chainContent(its rules)
 	affinity      map[string]uint32 // set name → timeout seconds
 	serviceIPs    map[ipKey]verdict
 	nodePorts     map[portKey]verdict
@@ -210,173 +211,247 @@ func protoNum(p v1.Protocol) uint8 {
 	return 6
 }
 
-// buildDesired computes the whole desired content (pure).
-func buildDesired(svcs k8sproxy.ServicePortMap, eps k8sproxy.EndpointsMap, node string, o parsed) *desired {
-	d := &desired{chains: map[string][]rule{}, affinity: map[string]uint32{}, serviceIPs: map[ipKey]verdict{},
+func newDesired() *desired {
+	return &desired{chains: map[string][]rule{}, contents: map[string]string{}, affinity: map[string]uint32{}, serviceIPs: map[ipKey]verdict{},
 		nodePorts: map[portKey]verdict{}, noEndpointIPs: map[ipKey]verdict{}, noEndpointNPs: map[portKey]verdict{},
 		clusterIPs: map[netip.Addr]bool{}}
+}
+
+// portCache keeps each Service port's part of the desired content (buildPort's), reused
+// while the port's ServicePort and endpoint slice are the same objects: the trackers
+// replace both for a changed Service only, so a sync computes only what changed.
+type portCache map[k8sproxy.ServicePortName]cachedPort
+
+type cachedPort struct {
+	svc  k8sproxy.ServicePort
+	eps  []k8sproxy.Endpoint
+	part *desired
+}
+
+func sameEndpoints(a, b []k8sproxy.Endpoint) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// buildDesired computes the whole desired content (pure).
+func buildDesired(svcs k8sproxy.ServicePortMap, eps k8sproxy.EndpointsMap, node string, o parsed) *desired {
+	return buildDesiredCached(svcs, eps, node, o, portCache{})
+}
+
+// buildDesiredCached is buildDesired reusing (and updating) cache's parts of the ports that
+// did not change.
+func buildDesiredCached(svcs k8sproxy.ServicePortMap, eps k8sproxy.EndpointsMap, node string, o parsed, cache portCache) *desired {
+	d := newDesired()
 	names := make([]k8sproxy.ServicePortName, 0, len(svcs))
 	for n := range svcs {
 		names = append(names, n)
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i].String() < names[j].String() })
-	for _, name := range names {
-		svc := svcs[name]
-		cip, ok := netip.AddrFromSlice(svc.ClusterIP().To4())
-		if !ok {
-			continue
+	for name := range cache {
+		if _, ok := svcs[name]; !ok {
+			delete(cache, name)
 		}
-		h := hashName(name.String(), string(svc.Protocol()))
-		proto := protoNum(svc.Protocol())
-		port := uint16(svc.Port())
-		p := planPort(svc, eps[name], node)
-		affinity := 0
-		if svc.SessionAffinityType() == v1.ServiceAffinityClientIP {
-			affinity = svc.StickyMaxAgeSeconds()
-		}
-		intChain, extChain, svcChain, svlChain := "int-"+h, "ext-"+h, "svc-"+h, "svl-"+h
-		rep := portReport{Service: name.String(), ClusterIP: cip.String(), Port: svc.Port(), Protocol: string(svc.Protocol()),
-			NodePort: svc.NodePort(), Affinity: affinity, Chain: intChain}
-		d.clusterIPs[cip] = true
-
-		// Endpoint chains, shared by svc- and svl-.
-		epChain := func(ep k8sproxy.Endpoint) string {
-			return "ep-" + hashName(name.String(), string(svc.Protocol()), ep.String())
-		}
-		affSet := func(ep k8sproxy.Endpoint) string {
-			return "aff-" + hashName(name.String(), string(svc.Protocol()), ep.String(), fmt.Sprint(affinity))
-		}
-		addEP := func(ep k8sproxy.Endpoint) {
-			c := epChain(ep)
-			if _, done := d.chains[c]; done {
-				return
-			}
-			addr, err := netip.ParseAddr(ep.IP())
-			if err != nil || !addr.Is4() {
-				return
-			}
-			rules := []rule{{kind: rMarkIfSrc, addr: addr}}
-			if affinity > 0 {
-				d.affinity[affSet(ep)] = uint32(affinity)
-				rules = append(rules, rule{kind: rUpdateSet, set: affSet(ep)})
-			}
-			d.chains[c] = append(rules, rule{kind: rDNAT, proto: proto, addr: addr, port: uint16(ep.Port())})
-		}
-		policyChain := func(chain string, list []k8sproxy.Endpoint) {
-			var rules []rule
-			var chains []string
-			for _, ep := range list {
-				addEP(ep)
-				if _, ok := d.chains[epChain(ep)]; !ok {
-					continue
-				}
-				chains = append(chains, epChain(ep))
-				if affinity > 0 {
-					rules = append(rules, rule{kind: rGotoIfInSet, set: affSet(ep), chain: epChain(ep)})
-				}
-			}
-			if len(chains) == 0 {
-				return
-			}
-			d.chains[chain] = append(rules, rule{kind: rNumgen, chains: chains})
-		}
-		if p.usesCluster {
-			policyChain(svcChain, p.cluster)
-		}
-		if p.usesLocal {
-			policyChain(svlChain, p.local)
-		}
-		for _, ep := range p.cluster {
-			rep.Cluster = append(rep.Cluster, ep.String())
-		}
-		for _, ep := range p.local {
-			rep.Local = append(rep.Local, ep.String())
-		}
-		internalPolicy, externalPolicy := svcChain, svcChain
-		if svc.InternalPolicyLocal() {
-			internalPolicy = svlChain
-		}
-		if svc.ExternalPolicyLocal() {
-			externalPolicy = svlChain
-		}
-
-		// ClusterIP.
-		ck := ipKey{ip: cip, proto: proto, port: port}
-		switch {
-		case p.hasInternal:
-			var rules []rule
-			if o.clusterCIDR.IsValid() {
-				rules = append(rules, rule{kind: rMarkIfSrcNotIn, prefix: o.clusterCIDR})
-			}
-			d.chains[intChain] = append(rules, rule{kind: rGoto, chain: internalPolicy})
-			d.serviceIPs[ck] = verdict{chain: intChain}
-			rep.Internal = internalPolicy
-		case p.internalFilter.kind == vDrop:
-			// Endpoints exist, none for this node's policy: drop in the nat chain.
-			d.chains[intChain] = []rule{{kind: rDrop}}
-			d.serviceIPs[ck] = verdict{chain: intChain}
-			rep.Internal = "drop"
-		default:
-			d.noEndpointIPs[ck] = *p.internalFilter
-			rep.Internal = p.internalFilter.String()
-		}
-
-		// NodePort and externalIPs.
-		var externals []netip.Addr
-		for _, ip := range svc.ExternalIPs() {
-			if a, ok := netip.AddrFromSlice(ip.To4()); ok {
-				externals = append(externals, a)
-				rep.ExternalIPs = append(rep.ExternalIPs, a.String())
-			}
-		}
-		if len(externals) == 0 && svc.NodePort() == 0 {
-			d.report = append(d.report, rep)
-			continue
-		}
-		if p.hasEndpoints {
-			var rules []rule
-			if svc.ExternalPolicyLocal() {
-				if p.usesCluster && o.clusterCIDR.IsValid() {
-					rules = append(rules, rule{kind: rGotoIfSrcIn, prefix: o.clusterCIDR, chain: svcChain})
-				}
-				rules = append(rules, rule{kind: rMarkIfSrcLocal})
-				if p.usesCluster {
-					rules = append(rules, rule{kind: rGotoIfSrcLocal, chain: svcChain})
-				}
-			} else {
-				rules = append(rules, rule{kind: rMark})
-			}
-			if p.hasExternal {
-				rules = append(rules, rule{kind: rGoto, chain: externalPolicy})
-			} else {
-				// What was not short-circuited has no endpoint for policy Local.
-				rules = append(rules, rule{kind: rDrop})
-			}
-			d.chains[extChain] = rules
-			rep.External = externalPolicy
-		}
-		if p.externalFilter != nil {
-			rep.External = p.externalFilter.String()
-		}
-		for _, a := range externals {
-			k := ipKey{ip: a, proto: proto, port: port}
-			if p.hasEndpoints {
-				d.serviceIPs[k] = verdict{chain: extChain}
-			}
-			if !p.hasEndpoints {
-				d.noEndpointIPs[k] = *p.externalFilter
-			}
-		}
-		if np := svc.NodePort(); np != 0 {
-			k := portKey{proto: proto, port: uint16(np)}
-			if p.hasEndpoints {
-				d.nodePorts[k] = verdict{chain: extChain}
-			}
-			if !p.hasEndpoints {
-				d.noEndpointNPs[k] = *p.externalFilter
-			}
-		}
-		d.report = append(d.report, rep)
 	}
+	for _, name := range names {
+		svc, list := svcs[name], eps[name]
+		c, ok := cache[name]
+		if !ok || c.svc != svc || !sameEndpoints(c.eps, list) {
+			c = cachedPort{svc: svc, eps: list, part: buildPort(name, svc, list, node, o)}
+			cache[name] = c
+		}
+		d.merge(c.part)
+	}
+	return d
+}
+
+// merge adds part (one port's content) to d.
+func (d *desired) merge(part *desired) {
+	for k, v := range part.chains {
+		d.chains[k] = v
+		d.contents[k] = part.contents[k]
+	}
+	for k, v := range part.affinity {
+		d.affinity[k] = v
+	}
+	for k, v := range part.serviceIPs {
+		d.serviceIPs[k] = v
+	}
+	for k, v := range part.nodePorts {
+		d.nodePorts[k] = v
+	}
+	for k, v := range part.noEndpointIPs {
+		d.noEndpointIPs[k] = v
+	}
+	for k, v := range part.noEndpointNPs {
+		d.noEndpointNPs[k] = v
+	}
+	for k := range part.clusterIPs {
+		d.clusterIPs[k] = true
+	}
+	d.report = append(d.report, part.report...)
+}
+
+// buildPort computes one Service port's part of the desired content (pure).
+func buildPort(name k8sproxy.ServicePortName, svc k8sproxy.ServicePort, eps []k8sproxy.Endpoint, node string, o parsed) *desired {
+	d := newDesired()
+	defer func() {
+		for k, rules := range d.chains {
+			d.contents[k] = chainContent(rules)
+		}
+	}()
+	cip, ok := netip.AddrFromSlice(svc.ClusterIP().To4())
+	if !ok {
+		return d
+	}
+	h := hashName(name.String(), string(svc.Protocol()))
+	proto := protoNum(svc.Protocol())
+	port := uint16(svc.Port())
+	p := planPort(svc, eps, node)
+	affinity := 0
+	if svc.SessionAffinityType() == v1.ServiceAffinityClientIP {
+		affinity = svc.StickyMaxAgeSeconds()
+	}
+	intChain, extChain, svcChain, svlChain := "int-"+h, "ext-"+h, "svc-"+h, "svl-"+h
+	rep := portReport{Service: name.String(), ClusterIP: cip.String(), Port: svc.Port(), Protocol: string(svc.Protocol()),
+		NodePort: svc.NodePort(), Affinity: affinity, Chain: intChain}
+	d.clusterIPs[cip] = true
+
+	// Endpoint chains, shared by svc- and svl-.
+	epChain := func(ep k8sproxy.Endpoint) string {
+		return "ep-" + hashName(name.String(), string(svc.Protocol()), ep.String())
+	}
+	affSet := func(ep k8sproxy.Endpoint) string {
+		return "aff-" + hashName(name.String(), string(svc.Protocol()), ep.String(), fmt.Sprint(affinity))
+	}
+	addEP := func(ep k8sproxy.Endpoint) {
+		c := epChain(ep)
+		if _, done := d.chains[c]; done {
+			return
+		}
+		addr, err := netip.ParseAddr(ep.IP())
+		if err != nil || !addr.Is4() {
+			return
+		}
+		rules := []rule{{kind: rMarkIfSrc, addr: addr}}
+		if affinity > 0 {
+			d.affinity[affSet(ep)] = uint32(affinity)
+			rules = append(rules, rule{kind: rUpdateSet, set: affSet(ep)})
+		}
+		d.chains[c] = append(rules, rule{kind: rDNAT, proto: proto, addr: addr, port: uint16(ep.Port())})
+	}
+	policyChain := func(chain string, list []k8sproxy.Endpoint) {
+		var rules []rule
+		var chains []string
+		for _, ep := range list {
+			addEP(ep)
+			if _, ok := d.chains[epChain(ep)]; !ok {
+				continue
+			}
+			chains = append(chains, epChain(ep))
+			if affinity > 0 {
+				rules = append(rules, rule{kind: rGotoIfInSet, set: affSet(ep), chain: epChain(ep)})
+			}
+		}
+		if len(chains) == 0 {
+			return
+		}
+		d.chains[chain] = append(rules, rule{kind: rNumgen, chains: chains})
+	}
+	if p.usesCluster {
+		policyChain(svcChain, p.cluster)
+	}
+	if p.usesLocal {
+		policyChain(svlChain, p.local)
+	}
+	for _, ep := range p.cluster {
+		rep.Cluster = append(rep.Cluster, ep.String())
+	}
+	for _, ep := range p.local {
+		rep.Local = append(rep.Local, ep.String())
+	}
+	internalPolicy, externalPolicy := svcChain, svcChain
+	if svc.InternalPolicyLocal() {
+		internalPolicy = svlChain
+	}
+	if svc.ExternalPolicyLocal() {
+		externalPolicy = svlChain
+	}
+
+	// ClusterIP.
+	ck := ipKey{ip: cip, proto: proto, port: port}
+	switch {
+	case p.hasInternal:
+		var rules []rule
+		if o.clusterCIDR.IsValid() {
+			rules = append(rules, rule{kind: rMarkIfSrcNotIn, prefix: o.clusterCIDR})
+		}
+		d.chains[intChain] = append(rules, rule{kind: rGoto, chain: internalPolicy})
+		d.serviceIPs[ck] = verdict{chain: intChain}
+		rep.Internal = internalPolicy
+	case p.internalFilter.kind == vDrop:
+		// Endpoints exist, none for this node's policy: drop in the nat chain.
+		d.chains[intChain] = []rule{{kind: rDrop}}
+		d.serviceIPs[ck] = verdict{chain: intChain}
+		rep.Internal = "drop"
+	default:
+		d.noEndpointIPs[ck] = *p.internalFilter
+		rep.Internal = p.internalFilter.String()
+	}
+
+	// NodePort and externalIPs.
+	var externals []netip.Addr
+	for _, ip := range svc.ExternalIPs() {
+		if a, ok := netip.AddrFromSlice(ip.To4()); ok {
+			externals = append(externals, a)
+			rep.ExternalIPs = append(rep.ExternalIPs, a.String())
+		}
+	}
+	if len(externals) == 0 && svc.NodePort() == 0 {
+		d.report = append(d.report, rep)
+		return d
+	}
+	if p.hasEndpoints {
+		var rules []rule
+		if svc.ExternalPolicyLocal() {
+			if p.usesCluster && o.clusterCIDR.IsValid() {
+				rules = append(rules, rule{kind: rGotoIfSrcIn, prefix: o.clusterCIDR, chain: svcChain})
+			}
+			rules = append(rules, rule{kind: rMarkIfSrcLocal})
+			if p.usesCluster {
+				rules = append(rules, rule{kind: rGotoIfSrcLocal, chain: svcChain})
+			}
+		} else {
+			rules = append(rules, rule{kind: rMark})
+		}
+		if p.hasExternal {
+			rules = append(rules, rule{kind: rGoto, chain: externalPolicy})
+		} else {
+			// What was not short-circuited has no endpoint for policy Local.
+			rules = append(rules, rule{kind: rDrop})
+		}
+		d.chains[extChain] = rules
+		rep.External = externalPolicy
+	}
+	if p.externalFilter != nil {
+		rep.External = p.externalFilter.String()
+	}
+	for _, a := range externals {
+		k := ipKey{ip: a, proto: proto, port: port}
+		if p.hasEndpoints {
+			d.serviceIPs[k] = verdict{chain: extChain}
+		}
+		if !p.hasEndpoints {
+			d.noEndpointIPs[k] = *p.externalFilter
+		}
+	}
+	if np := svc.NodePort(); np != 0 {
+		k := portKey{proto: proto, port: uint16(np)}
+		if p.hasEndpoints {
+			d.nodePorts[k] = verdict{chain: extChain}
+		}
+		if !p.hasEndpoints {
+			d.noEndpointNPs[k] = *p.externalFilter
+		}
+	}
+	d.report = append(d.report, rep)
 	return d
 }

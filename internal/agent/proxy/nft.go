@@ -236,8 +236,8 @@ func (p *programmer) apply(d *desired) (applyStats, error) {
 	// traffic. A kernel transaction of ~40,000 messages (1,000 Services x 10 endpoints) is
 	// slow to build and send at once, hence the chunks.
 	var todo []string
-	for name, rules := range d.chains {
-		if old, ok := p.chains[name]; !ok || old != chainContent(rules) {
+	for name := range d.chains {
+		if old, ok := p.chains[name]; !ok || old != d.contents[name] {
 			todo = append(todo, name)
 		}
 	}
@@ -275,7 +275,7 @@ func (p *programmer) apply(d *desired) (applyStats, error) {
 			}
 			c.AddRule(&nftables.Rule{Table: p.table, Chain: ch, Exprs: exprs})
 		}
-		written[name] = chainContent(rules)
+		written[name] = d.contents[name]
 		st.chainsWritten++
 		if (i+1)%chunkChains == 0 {
 			if err := commit(fmt.Sprintf("chains %d-%d", i+1-chunkChains, i)); err != nil {

@@ -48,6 +48,7 @@ type Proxier struct {
 	syncs      int
 	metrics    *metrics
 	changeTime map[string]time.Time // service ns/name → first unsynced change seen (informer time)
+	cache      portCache            // each Service port's desired content, while it does not change
 }
 
 // New checks the options and the node: nftables usable (the table and its base chains are
@@ -79,7 +80,7 @@ func New(o Options) (*Proxier, error) {
 	px := &Proxier{o: o, p: p, log: o.Log.With("component", "service-proxy", "table", o.Table), prog: prog, routes: rt,
 		ct: conntrack.New(), kick: make(chan struct{}, 1), sliceRVs: map[string]map[string]string{},
 		svcMap: k8sproxy.ServicePortMap{}, epMap: k8sproxy.EndpointsMap{}, metrics: newMetrics(),
-		changeTime: map[string]time.Time{}}
+		changeTime: map[string]time.Time{}, cache: portCache{}}
 	px.svcTracker = k8sproxy.NewServiceChangeTracker(v1.IPv4Protocol, nil, nil)
 	px.epTracker = k8sproxy.NewEndpointsChangeTracker(v1.IPv4Protocol, o.NodeName, nil, nil)
 	return px, nil
@@ -146,7 +147,7 @@ func (px *Proxier) sync() error {
 	defer px.mu.Unlock()
 	px.svcMap.Update(px.svcTracker)
 	epResult := px.epMap.Update(px.epTracker)
-	d := buildDesired(px.svcMap, px.epMap, px.o.NodeName, px.p)
+	d := buildDesiredCached(px.svcMap, px.epMap, px.o.NodeName, px.p, px.cache)
 	st, err := px.prog.apply(d)
 	px.syncs++
 	if err != nil {
