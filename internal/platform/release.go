@@ -36,7 +36,7 @@ func registerRelease(e *lifecycle.Engine, o Options) error {
 				return d.idx.byComponent(obj.GetNamespace(), obj.GetName())
 			}},
 			{Object: &appsv1.Deployment{}, Map: func(_ context.Context, obj client.Object) []types.NamespacedName {
-				if c := obj.GetLabels()[labelComponentKey]; c != "" {
+				if c := obj.GetLabels()[v1alpha1.LabelComponent]; c != "" {
 					return d.idx.byComponent(obj.GetNamespace(), c)
 				}
 				return nil
@@ -260,7 +260,7 @@ func (d *releaseDriver) apply(ctx context.Context, rel *v1alpha1.Release, l *rel
 	if p.PatchComponent {
 		saved, _ := json.Marshal(l.cur)
 		patch := map[string]any{
-			"metadata": map[string]any{"annotations": map[string]any{RolloutStrategyAnnotation: p.Strategy, ReleaseStableAnnotation: string(saved)}},
+			"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationRolloutStrategy: p.Strategy, ReleaseStableAnnotation: string(saved)}},
 			"spec":     map[string]any{"image": l.target.Image, "env": envOrNil(l.target.Env)},
 		}
 		if err := mergePatch(ctx, c, l.comp.DeepCopy(), patch); err != nil {
@@ -387,7 +387,7 @@ func routed(ctx context.Context, c client.Reader, ns, component string) (bool, e
 // message, or the scheduler's; "" when none says anything.
 func podReason(ctx context.Context, c client.Reader, ns, component, track, image string) (string, error) {
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{labelComponentKey: component, labelTrackKey: track}); err != nil {
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelComponent: component, v1alpha1.LabelTrack: track}); err != nil {
 		return "", fmt.Errorf("list pods: %w", err)
 	}
 	reasons := make([]podInfo, 0, len(pods.Items))

@@ -23,8 +23,6 @@ import (
 
 // Labels of the contract between the application kinds.
 const (
-	labelComponentKey   = "kubeos.dev/component"
-	labelTrackKey       = "kubeos.dev/track"
 	labelReleaseKey     = "kubeos.dev/release"
 	labelApplicationKey = "kubeos.dev/application"
 	labelManagedBy      = "app.kubernetes.io/managed-by"
@@ -88,8 +86,8 @@ func canaryDeployment(rel *v1alpha1.Release, comp *v1alpha1.Component, stable *a
 	if tpl.Labels == nil {
 		tpl.Labels = map[string]string{}
 	}
-	tpl.Labels[labelComponentKey] = comp.Name
-	tpl.Labels[labelTrackKey] = "canary"
+	tpl.Labels[v1alpha1.LabelComponent] = comp.Name
+	tpl.Labels[v1alpha1.LabelTrack] = "canary"
 	if i := mainIndex(tpl.Spec.Containers); i >= 0 {
 		c := &tpl.Spec.Containers[i]
 		c.Image = target.Image
@@ -102,7 +100,7 @@ func canaryDeployment(rel *v1alpha1.Release, comp *v1alpha1.Component, stable *a
 		ObjectMeta: metav1.ObjectMeta{Namespace: comp.Namespace, Name: canaryName(comp.Name), Labels: map[string]string{}},
 		Spec: appsv1.DeploymentSpec{
 			Replicas:                ptrTo(replicas),
-			Selector:                &metav1.LabelSelector{MatchLabels: map[string]string{labelComponentKey: comp.Name, labelTrackKey: "canary"}},
+			Selector:                &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelComponent: comp.Name, v1alpha1.LabelTrack: "canary"}},
 			Template:                *tpl,
 			ProgressDeadlineSeconds: &pds,
 		},
@@ -178,7 +176,7 @@ func ensureTrackService(ctx context.Context, c client.Client, rel *v1alpha1.Rele
 	for i, p := range front.Spec.Ports {
 		ports[i] = corev1.ServicePort{Name: p.Name, Port: p.Port, TargetPort: p.TargetPort, Protocol: p.Protocol}
 	}
-	selector := map[string]string{labelComponentKey: comp.Name, labelTrackKey: track}
+	selector := map[string]string{v1alpha1.LabelComponent: comp.Name, v1alpha1.LabelTrack: track}
 	var cur corev1.Service
 	err := c.Get(ctx, client.ObjectKey{Namespace: rel.Namespace, Name: name}, &cur)
 	switch {

@@ -18,14 +18,13 @@ import (
 
 // Release defaults.
 const (
-	DefaultReleaseDeadline   = 600 * time.Second
-	DefaultReleaseHistory    = 10
-	DefaultAnalysisDuration  = time.Minute
-	releasePollInterval      = 2 * time.Second
-	PromoteFull              = "full" // kubeos.dev/promote=full skips the remaining steps
-	ReleaseSuperseded        = "superseded by a newer revision"
-	ReleaseStableAnnotation  = "kubeos.dev/release-stable"
-	RolloutStrategyAnnotation = "kubeos.dev/rollout-strategy"
+	DefaultReleaseDeadline  = 600 * time.Second
+	DefaultReleaseHistory   = 10
+	DefaultAnalysisDuration = time.Minute
+	releasePollInterval     = 2 * time.Second
+	PromoteFull             = "full" // kubeos.dev/promote=full skips the remaining steps
+	ReleaseSuperseded       = "superseded by a newer revision"
+	ReleaseStableAnnotation = "kubeos.dev/release-stable"
 )
 
 // revisionSpec is what a revision changes in a Component: its image and environment.
