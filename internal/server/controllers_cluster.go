@@ -23,6 +23,7 @@ import (
 	"kubeos.dev/kube/internal/controllers/pvcprotection"
 	"kubeos.dev/kube/internal/controllers/pvprotection"
 	"kubeos.dev/kube/internal/controllers/resourcequota"
+	"kubeos.dev/kube/internal/controllers/storageversionmigration"
 	"kubeos.dev/kube/internal/controllers/tainteviction"
 	"kubeos.dev/kube/internal/controllers/tokencleaner"
 	"kubeos.dev/kube/internal/controllers/ttl"
@@ -32,7 +33,7 @@ import (
 // ClusterControllerOptions configure the cluster controllers (internal/controllers/{endpointslice,
 // endpointslicemirroring, endpoints, nodelifecycle, tainteviction, nodeipam, podgc,
 // resourcequota, persistentvolume, pvcprotection, pvprotection, podautoscaler,
-// bootstrapsigner, tokencleaner, ttl, ephemeral}). Zero values take kube-controller-manager's
+// bootstrapsigner, tokencleaner, ttl, ephemeral, storageversionmigration}). Zero values take kube-controller-manager's
 // defaults.
 type ClusterControllerOptions struct {
 	// ClusterControllers is --cluster-controllers, kube-controller-manager's --controllers
@@ -239,5 +240,8 @@ var clusterControllers = []electedController{
 	}),
 	clusterController(ttl.Name, func(_ *Server, _ *ClusterControllerOptions, cfg *rest.Config, log *slog.Logger) (starter, error) {
 		return ttl.New(cfg, log)
+	}),
+	clusterController(storageversionmigration.Name, func(_ *Server, _ *ClusterControllerOptions, cfg *rest.Config, log *slog.Logger) (starter, error) {
+		return storageversionmigration.New(cfg, log)
 	}),
 }
