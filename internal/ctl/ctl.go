@@ -34,7 +34,8 @@ func NewCommand(use string, streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
 	e.flags.AddFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newHealthCommand(e), newTreeCommand(e), newWhyCommand(e), newWhyStuckCommand(e), newAuditCommand(e), newWaitCommand(e))
+	cmd.AddCommand(newHealthCommand(e), newTreeCommand(e), newWhyCommand(e), newWhyStuckCommand(e), newAuditCommand(e), newWaitCommand(e),
+		newPromoteCommand(e), newAbortCommand(e))
 	return cmd
 }
 
