@@ -103,7 +103,7 @@ func parseComponentPlaceholders(v string) ([]componentPlaceholder, error) {
 	}
 	rest := componentPlaceholderRE.ReplaceAllString(v, "")
 	if bad := componentMalformedRE.FindString(rest); bad != "" {
-		return nil, fmt.Errorf("malformed componentPlaceholder %q: want ${resources.<use>.<key>}", bad)
+		return nil, fmt.Errorf("malformed placeholder %q: want ${resources.<use>.<key>}", bad)
 	}
 	return out, nil
 }
