@@ -73,6 +73,8 @@ type Options struct {
 	Services      ServicesOptions
 	DNS           DNSOptions
 	NetworkPolicy NetworkPolicyOptions
+	// Gateway configures the node's HTTP(S) gateway for Routes (net_gateway.go).
+	Gateway GatewayOptions
 	// Log receives the agent's messages.
 	Log *slog.Logger
 }
@@ -249,6 +251,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("agent API listening", "port", a.port)
 	errc := make(chan error, 5)
 	a.startNetworking(ctx, &wg, errc)
+	a.startGateway(ctx, &wg)
 	wg.Add(4)
 	go func() { defer wg.Done(); errc <- srv.Serve(ctx) }()
 	go func() { defer wg.Done(); a.reportStatus(ctx) }()

@@ -124,6 +124,7 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 	addAgentServicesFlags(f, "", &o.Services)
 	addAgentDNSFlags(f, "", &o.DNS)
 	addAgentNetworkPolicyFlags(f, "", &o.NetworkPolicy)
+	addAgentGatewayFlags(f, "", &o.Gateway)
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&cleanup, "cleanup", false, "remove what the agent's networking put on this node (nftables tables, DNS link, routes; the same table/interface/CIDR flags as its run) and exit")
 	return cmd

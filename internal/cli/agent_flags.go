@@ -23,4 +23,5 @@ func addAgentServerFlags(f *pflag.FlagSet, o *server.AgentOptions) {
 	addAgentServicesFlags(f, "agent-", &o.AgentServices)
 	addAgentDNSFlags(f, "agent-", &o.AgentDNS)
 	addAgentNetworkPolicyFlags(f, "agent-", &o.AgentNetworkPolicy)
+	addAgentGatewayFlags(f, "agent-", &o.AgentGateway)
 }

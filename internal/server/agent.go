@@ -43,6 +43,8 @@ type AgentOptions struct {
 	AgentServices      agent.ServicesOptions
 	AgentDNS           agent.DNSOptions
 	AgentNetworkPolicy agent.NetworkPolicyOptions
+	// AgentGateway is its HTTP(S) gateway for Routes (flags --agent-gateway...).
+	AgentGateway agent.GatewayOptions
 }
 
 func (o *AgentOptions) validate() error {
@@ -88,7 +90,8 @@ func (s *Server) startAgent(ctx context.Context, wg *sync.WaitGroup) error {
 		ImageDir: o.AgentImageDir, ClusterDNS: o.AgentClusterDNS, ResolvConf: o.AgentResolvConf,
 		ServiceCIDR: strings.Split(s.opts.ServiceClusterIPRange, ",")[0],
 		Services:    o.AgentServices, DNS: o.AgentDNS, NetworkPolicy: o.AgentNetworkPolicy,
-		Log: s.opts.Log,
+		Gateway: o.AgentGateway,
+		Log:     s.opts.Log,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,131 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/kubernetes"
+
+	"kubeos.dev/kube/internal/gateway"
+	kubeosclient "kubeos.dev/kube/pkg/client/clientset/versioned"
+)
+
+// GatewayOptions configure the node's HTTP(S) gateway for Routes (issue 20);
+// internal/gateway does the work.
+type GatewayOptions struct {
+	// Enabled runs it (kube agent and kube server --agent: on by default; off in the zero
+	// value, for tests).
+	Enabled bool
+	// Address is the listen address (default: all of the node's).
+	Address string
+	// HTTPPort and HTTPSPort are the ports (the flags default to 80 and 443; 0 in the
+	// struct: not served; tests use free high ports).
+	HTTPPort, HTTPSPort int
+	// MetricsPort serves the kube_gateway_* metrics on /metrics (0: not served).
+	MetricsPort int
+	// AccessLog logs one line per request through the agent's logger.
+	AccessLog bool
+	// Registry receives the metrics (default: a registry of its own).
+	Registry *prometheus.Registry
+	// Ready, when set, is called with the bound addresses (tests).
+	Ready func(http, https net.Addr)
+}
+
+func (o *GatewayOptions) validate() error {
+	for flag, p := range map[string]int{"--gateway-http-port": o.HTTPPort, "--gateway-https-port": o.HTTPSPort, "--gateway-metrics-port": o.MetricsPort} {
+		if p < 0 || p > 65535 {
+			return fmt.Errorf("agent: %s %d: out of range", flag, p)
+		}
+	}
+	if o.HTTPPort != 0 && o.HTTPPort == o.HTTPSPort {
+		return fmt.Errorf("agent: --gateway-http-port and --gateway-https-port are both %d", o.HTTPPort)
+	}
+	return nil
+}
+
+// startGateway starts the gateway when enabled; it stops when ctx ends and wg tracks it.
+// It reads Routes, Releases, Services, EndpointSlices and TLS Secrets cluster-wide with
+// the agent's credential (which needs the networking group's read rights on them). A
+// gateway that cannot start (a port taken, no right to bind it) is logged as an error and
+// does not stop the agent: the node's pods do not depend on it.
+func (a *Agent) startGateway(ctx context.Context, wg *sync.WaitGroup) {
+	run, err := a.gateway()
+	if err == nil && run == nil {
+		return
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err == nil {
+			err = run(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
+			a.log.Error("the gateway stopped: this node serves no Routes", "err", err)
+		}
+	}()
+}
+
+// gateway prepares the gateway (nil when disabled).
+func (a *Agent) gateway() (func(context.Context) error, error) {
+	o := a.opts.Gateway
+	if !o.Enabled {
+		return nil, nil
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(a.opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("agent: gateway: %w", err)
+	}
+	xc, err := kubeosclient.NewForConfig(a.opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("agent: gateway: %w", err)
+	}
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	addr := func(p int) string {
+		if p == 0 {
+			return ""
+		}
+		return net.JoinHostPort(o.Address, strconv.Itoa(p))
+	}
+	log := a.log.With("component", "gateway")
+	gopts := gateway.Options{Kube: kc, Kubeos: xc, HTTPAddr: addr(o.HTTPPort), HTTPSAddr: addr(o.HTTPSPort),
+		Registerer: reg, Log: log, Ready: o.Ready}
+	if o.AccessLog {
+		gopts.AccessLog = log.With("log", "access")
+	}
+	g, err := gateway.New(gopts)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return func(ctx context.Context) error {
+		if o.MetricsPort != 0 {
+			mux := http.NewServeMux()
+			mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			srv := &http.Server{Addr: addr(o.MetricsPort), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			l, err := net.Listen("tcp", srv.Addr)
+			if err != nil {
+				return fmt.Errorf("agent: --gateway-metrics-port: %w", err)
+			}
+			go func() {
+				if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					log.Warn("gateway metrics", "err", err)
+				}
+			}()
+			defer srv.Close()
+		}
+		return g.Run(ctx)
+	}, nil
+}
