@@ -97,7 +97,9 @@ func TestVolumeKeepsDataAcrossPods(t *testing.T) {
 	if w.Status.Phase != corev1.PodSucceeded || w.Spec.NodeName != nodeName {
 		t.Fatalf("writer: phase %s on %q: %+v", w.Status.Phase, w.Spec.NodeName, w.Status.ContainerStatuses)
 	}
-	v = waitVolume(t, ks, ns, "data", "bound", func(v *v1alpha1.Volume) bool { return active(v) && v.Status.VolumeName != "" && v.Status.Capacity != nil })
+	v = waitVolume(t, ks, ns, "data", "bound", func(v *v1alpha1.Volume) bool {
+		return active(v) && v.Status.VolumeName != "" && v.Status.Capacity != nil
+	})
 	if v.Status.Node != nodeName || v.Status.Capacity.Cmp(resource.MustParse("64Mi")) != 0 {
 		t.Fatalf("bound status: %+v", v.Status)
 	}
@@ -228,7 +230,9 @@ func TestClaimOfAnotherNode(t *testing.T) {
 	if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{})
+	})
 	empty := ""
 	for _, c := range []*corev1.PersistentVolumeClaim{
 		{ObjectMeta: metav1.ObjectMeta{Name: "far"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pvName, StorageClassName: &empty,
