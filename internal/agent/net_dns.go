@@ -66,7 +66,7 @@ func (a *Agent) clusterDNS(ctx context.Context) (func(context.Context) error, er
 	}
 	return func(ctx context.Context) error {
 		return agentdns.Run(ctx, agentdns.Options{
-			Client: a.client, Zone: a.opts.ClusterDomain, Address: o.Address, Port: o.Port, MetricsPort: o.MetricsPort,
+			Client: a.netClient(), Zone: a.opts.ClusterDomain, Address: o.Address, Port: o.Port, MetricsPort: o.MetricsPort,
 			Interface: iface, ResolvConf: a.opts.ResolvConf, Registry: o.Registry, Ready: o.Ready,
 			Log: a.log.With("component", "dns"),
 		})

@@ -21,7 +21,7 @@ func (a *Agent) networkPolicy(ctx context.Context) (func(context.Context) error,
 	if !a.opts.NetworkPolicy.Enabled {
 		return nil, nil
 	}
-	c := netpol.New(netpol.Options{Client: a.client, NodeName: a.opts.NodeName, Table: a.opts.NetworkPolicy.Table, Log: a.log})
+	c := netpol.New(netpol.Options{Client: a.netClient(), NodeName: a.opts.NodeName, Table: a.opts.NetworkPolicy.Table, Log: a.log})
 	if err := c.Prepare(); err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ func (a *Agent) nodeRoutes(ctx context.Context) (func(context.Context) error, er
 		a.log.Warn("no cluster CIDR (--cluster-cidr): routes to other nodes' pod CIDRs are not programmed")
 		return nil, nil
 	}
-	c, err := routes.New(routes.Options{Client: a.client, NodeName: a.opts.NodeName, ClusterCIDR: a.opts.ClusterCIDR, Log: a.log})
+	c, err := routes.New(routes.Options{Client: a.netClient(), NodeName: a.opts.NodeName, ClusterCIDR: a.opts.ClusterCIDR, Log: a.log})
 	if err != nil {
 		return nil, fmt.Errorf("agent: node routes: %w", err)
 	}

@@ -37,7 +37,7 @@ func (a *Agent) services(ctx context.Context) (func(context.Context) error, erro
 	}
 	a.mu.Unlock()
 	p, err := proxy.New(proxy.Options{
-		Client: a.client, NodeName: a.opts.NodeName, NodeIP: a.nodeIP, Table: a.opts.Services.Table,
+		Client: a.netClient(), NodeName: a.opts.NodeName, NodeIP: a.nodeIP, Table: a.opts.Services.Table,
 		ServiceCIDR: a.opts.ServiceCIDR, ClusterCIDR: cluster, Log: a.log,
 	})
 	if err != nil {

@@ -14,7 +14,7 @@
 //
 // Everything machine-wide is derived from the test process's pid and removed when Run
 // returns, pass or fail: sandboxes, both containerds, mounts, bridges, the network
-// namespace and veth, routes, the nftables table (internal/agent/proxy.Cleanup) and the
+// namespace and veth, the agents' routes (internal/agent/routes.Cleanup), the nftables table (internal/agent/proxy.Cleanup) and the
 // host's ip_forward (restored). Addresses (N = pid % 120):
 //
 //	cluster (pod) CIDR  10.236.(2N).0/23 — node IPAM gives each node one /24 of it
@@ -24,7 +24,9 @@
 //	names               bridge nh<pid>a / nh<pid>b, netns nh<pid>, veth nh<pid>h / nh<pid>n,
 //	                    nftables table kt<pid> (the same name in each node's namespace)
 //
-// Pods get routes to the cluster CIDR, the Service CIDR and the nodes' addresses from the
+// The routes between the two nodes' pod CIDRs are the agents' own (internal/agent/routes:
+// each routes the other's pod CIDR via the way it reaches the other's InternalIP); the
+// harness adds none. Pods get routes to the cluster CIDR, the Service CIDR and the nodes' addresses from the
 // harness (podroutes.go) while the agent's CNI configuration gives them none beyond their
 // own pod CIDR. busybox's wget -T crashes this busybox build: bound it with `timeout`.
 //

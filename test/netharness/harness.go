@@ -12,12 +12,16 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"kubeos.dev/kube/internal/agent"
 	"kubeos.dev/kube/internal/agent/proxy"
+	"kubeos.dev/kube/internal/agent/routes"
+	"kubeos.dev/kube/internal/rbac"
 	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
 )
@@ -159,7 +163,7 @@ func start(o Options) (*Cluster, error) {
 		so.ClusterCIDR = c.ClusterCIDR
 		so.NodeCIDRMaskSize = 24
 		so.ServiceClusterIPRange = c.ServiceCIDR
-		so.AgentServices = agent.ServicesOptions{Enabled: true, Table: c.A.Table}
+		so.AgentServices = agent.ServicesOptions{Enabled: true, Table: c.A.Table, NodeRoutes: true}
 		if o.Server != nil {
 			o.Server(so)
 		}
@@ -174,6 +178,9 @@ func start(o Options) (*Cluster, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	if err := grantNodeReads(ctx, cs); err != nil {
+		return c, err
+	}
 	na, err := waitNode(ctx, cs, c.A.Name)
 	if err != nil {
 		return c, err
@@ -208,6 +215,7 @@ func (c *Cluster) stop() {
 	unmountUnder(c.Dir)
 	agent.Cleanup(ctx, c.A.Bridge, c.ClusterCIDR)
 	proxy.Cleanup(ctx, c.A.Table, c.ServiceCIDR)
+	_ = routes.Cleanup(nil, c.ClusterCIDR)
 	if c.opts.SecondNode {
 		c.teardownNetns()
 	}
@@ -303,4 +311,23 @@ func internalIP(n *corev1.Node) string {
 		}
 	}
 	return ""
+}
+
+// grantNodeReads lets the networking group list and watch Nodes (the agents' routes to
+// other nodes' pod CIDRs need every Node; the Node authorizer lets a node read only its
+// own). A stand-in until internal/rbac's kube:node-networking role has the rule itself.
+func grantNodeReads(ctx context.Context, cs kubernetes.Interface) error {
+	const name = "netharness:node-networking-nodes"
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}}}}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("node reads role: %w", err)
+	}
+	b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: rbac.NodeNetworkingGroup}}}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("node reads binding: %w", err)
+	}
+	return nil
 }

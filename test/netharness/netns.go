@@ -117,11 +117,9 @@ func (c *Cluster) startNodeB(ctx context.Context, cs kubernetes.Interface) error
 		return err
 	}
 	c.B.PodCIDR = nb.Spec.PodCIDR
-	// Each node's pods are routed to the other across the veth.
-	if err := run(ctx, "ip", "route", "replace", c.B.PodCIDR, "via", c.B.IP); err != nil {
-		return err
-	}
-	return run(ctx, "ip", "-n", c.B.Netns, "route", "replace", c.A.PodCIDR, "via", c.HostVethIP())
+	// Each node's pods are routed to the other's by the agents themselves
+	// (internal/agent/routes); the harness adds no route.
+	return nil
 }
 
 // nodeKubeconfig writes a kubeconfig of system:node:<node> that reaches the server at the
@@ -139,6 +137,18 @@ func (c *Cluster) nodeKubeconfig(node string) (string, error) {
 	kc.CurrentContext = "node"
 	path := filepath.Join(c.Dir, node+".kubeconfig")
 	return path, clientcmd.WriteToFile(*kc, path)
+}
+
+// CleanupNodeB stops node B's agent (SIGKILL; its pods stay) and runs `kube agent
+// --cleanup` in node B's namespace with the networking flags node B runs with; its output
+// and error. StartAgentB starts the agent again.
+func (c *Cluster) CleanupNodeB(ctx context.Context) (string, error) {
+	c.agentB.kill9()
+	args := []string{"--net=/var/run/netns/" + c.B.Netns, "--", c.KubeBin, "agent", "--cleanup",
+		"--cluster-cidr", c.ClusterCIDR, "--service-cidr", c.ServiceCIDR, "--services-table", c.B.Table}
+	args = append(args, c.opts.AgentArgs...)
+	out, err := exec.CommandContext(ctx, "nsenter", args...).CombinedOutput()
+	return string(out), err
 }
 
 func (a *agentProcess) start() error {
