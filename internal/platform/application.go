@@ -31,7 +31,7 @@ import (
 func registerApplication(e *lifecycle.Engine, o Options) error {
 	d := &applicationDriver{o: o, apps: map[string]map[string]appMembership{}}
 	return RegisterData(e, o, lifecycle.KindOptions[*v1alpha1.Application]{Kind: "Application", New: func() *v1alpha1.Application { return &v1alpha1.Application{} },
-		Driver: d, MaxConcurrentReconciles: 4,
+		Driver: d, MaxConcurrentReconciles: 4, Thrash: busyThrashGuard(),
 		Dependencies: func(app *v1alpha1.Application) []lifecycle.Ref {
 			d.remember(app)
 			names := appListed(app)
@@ -204,7 +204,8 @@ func applicationTable(app *v1alpha1.Application, members []member) ([]v1alpha1.A
 }
 
 // componentRow is one Component's row: its phase, and when not ready the reason: the
-// dependencies it waits for, else its Ready condition's reason and message.
+// dependencies it waits for, else what keeps it Stalled or Reconciling (the pods' reason),
+// else its Ready condition's reason and message.
 func componentRow(m member) v1alpha1.ApplicationComponentStatus {
 	r := v1alpha1.ApplicationComponentStatus{Name: m.name}
 	if m.comp == nil {
@@ -221,6 +222,12 @@ func componentRow(m member) v1alpha1.ApplicationComponentStatus {
 	if dc := meta.FindStatusCondition(st.Conditions, lifecycle.ConditionDependenciesReady); dc != nil && dc.Status == metav1.ConditionFalse {
 		r.Reason, r.Message = firstNonEmptyStr(dc.Reason, "DependenciesNotReady"), dc.Message
 		return r
+	}
+	for _, t := range []string{lifecycle.ConditionStalled, lifecycle.ConditionReconciling} {
+		if c := meta.FindStatusCondition(st.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
+			r.Reason, r.Message = c.Reason, c.Message
+			return r
+		}
 	}
 	if readyCond != nil {
 		r.Reason, r.Message = readyCond.Reason, readyCond.Message

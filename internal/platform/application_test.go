@@ -17,7 +17,7 @@ func comp(name string, phase lifecycle.Phase, conds ...metav1.Condition) *v1alph
 
 func TestApplicationTable(t *testing.T) {
 	ready := metav1.Condition{Type: lifecycle.ConditionReady, Status: metav1.ConditionTrue, Reason: "Provisioned"}
-	crash := metav1.Condition{Type: lifecycle.ConditionReady, Status: metav1.ConditionFalse, Reason: "CrashLoopBackOff", Message: "pod web-1: back-off"}
+	crash := metav1.Condition{Type: lifecycle.ConditionReconciling, Status: metav1.ConditionTrue, Reason: "CrashLoopBackOff", Message: "pod web-1: back-off"}
 	deps := metav1.Condition{Type: lifecycle.ConditionDependenciesReady, Status: metav1.ConditionFalse, Reason: "DependenciesNotReady", Message: "waiting for Database/shop/db"}
 	members := []member{
 		{name: "api", comp: comp("api", lifecycle.PhaseActive, ready)},

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/pkg/lifecycle"
@@ -29,7 +30,7 @@ import (
 func registerRelease(e *lifecycle.Engine, o Options) error {
 	d := &releaseDriver{o: o, idx: newReleaseIndex()}
 	return RegisterData(e, o, lifecycle.KindOptions[*v1alpha1.Release]{Kind: "Release", New: func() *v1alpha1.Release { return &v1alpha1.Release{} },
-		Driver: d, MaxConcurrentReconciles: 4,
+		Driver: d, MaxConcurrentReconciles: 4, Thrash: busyThrashGuard(),
 		Owns: []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
 		Watches: []lifecycle.Watch{
 			{Object: &v1alpha1.Component{}, Map: func(_ context.Context, obj client.Object) []types.NamespacedName {
@@ -58,6 +59,13 @@ func registerRelease(e *lifecycle.Engine, o Options) error {
 				return out
 			}},
 		}})
+}
+
+// busyThrashGuard is the thrash guard of kinds that follow other objects' progress (a
+// rollout's Deployments, an Application's Components): their events come in bursts that
+// are not thrashing, so the guard defers only at 120 reconciles a minute, for 10 s.
+func busyThrashGuard() *lifecycle.ThrashGuard[reconcile.Request] {
+	return &lifecycle.ThrashGuard[reconcile.Request]{Max: 120, Window: time.Minute, Defer: 10 * time.Second}
 }
 
 type releaseDriver struct {

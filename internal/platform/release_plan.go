@@ -21,7 +21,7 @@ const (
 	DefaultReleaseDeadline  = 600 * time.Second
 	DefaultReleaseHistory   = 10
 	DefaultAnalysisDuration = time.Minute
-	releasePollInterval     = 2 * time.Second
+	releasePollInterval     = 5 * time.Second
 	PromoteFull             = "full" // kubeos.dev/promote=full skips the remaining steps
 	ReleaseSuperseded       = "superseded by a newer revision"
 	ReleaseStableAnnotation = "kubeos.dev/release-stable"
