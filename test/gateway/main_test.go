@@ -1,0 +1,158 @@
+// Package gateway tests the Route kind and the gateway as users meet them: one in-process
+// `kube server --agent` whose agent runs the gateway on free high ports (HTTP and HTTPS),
+// Routes written through the API, backends that are HTTP servers of this process listening
+// on the host's address, named by Services without selector and EndpointSlices the test
+// writes (so the routing does not depend on the Service proxy, as the gateway's does not),
+// requests with a Host header (and SNI) to the gateway's ports.
+//
+// Machine-wide state is unique to this package's process (bridge kube-g<pid>, pod CIDR
+// 10.238.<pid%250>.0/24, free ports) and removed when the package ends.
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"kubeos.dev/kube/internal/agent"
+	"kubeos.dev/kube/internal/rbac"
+	"kubeos.dev/kube/internal/server"
+	"kubeos.dev/kube/internal/server/servertest"
+	kubeosclient "kubeos.dev/kube/pkg/client/clientset/versioned"
+)
+
+var (
+	srv       *servertest.Server
+	cs        kubernetes.Interface
+	xc        kubeosclient.Interface
+	httpAddr  string // the gateway's HTTP address (127.0.0.1:port)
+	httpsAddr string
+	hostIP    string // where the backends listen
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	dir, err := servertest.TempDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	hostIP, err = outboundIP()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "host address:", err)
+		return 1
+	}
+	hp, err1 := freePort()
+	sp, err2 := freePort()
+	if err1 != nil || err2 != nil {
+		fmt.Fprintln(os.Stderr, "free ports:", err1, err2)
+		return 1
+	}
+	bridge := fmt.Sprintf("kube-g%d", os.Getpid())
+	podCIDR := fmt.Sprintf("10.238.%d.0/24", os.Getpid()%250)
+	forward, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
+	defer os.WriteFile("/proc/sys/net/ipv4/ip_forward", forward, 0o644)
+	defer agent.Cleanup(context.Background(), bridge, podCIDR)
+	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("kube-gateway-test-%d.log", os.Getpid()))
+	logf, _ := os.Create(logPath)
+	code := 1
+	defer func() {
+		logf.Close()
+		if code == 0 {
+			os.Remove(logPath)
+		} else {
+			fmt.Fprintln(os.Stderr, "server and agent log:", logPath)
+		}
+	}()
+	ready := make(chan struct{})
+	srv, err = servertest.StartWith(filepath.Join(dir, "server"), logf, func(o *server.Options) {
+		o.Agent = true
+		o.AgentNodeName = fmt.Sprintf("gw-t%d", os.Getpid())
+		o.AgentDataDir = filepath.Join(dir, "agent")
+		o.AgentPort = 0
+		o.AgentBridge = bridge
+		o.AgentContainerdProxy = "http://127.0.0.1:9"
+		o.ClusterCIDR = podCIDR
+		o.NodeCIDRMaskSize = 24
+		o.AgentGateway = agent.GatewayOptions{Enabled: true, Address: "127.0.0.1", HTTPPort: hp, HTTPSPort: sp, AccessLog: true,
+			Ready: func(h, s net.Addr) {
+				select {
+				case <-ready:
+				default:
+					close(ready)
+				}
+			}}
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start kube server:", err)
+		return 1
+	}
+	defer srv.Stop()
+	httpAddr, httpsAddr = fmt.Sprintf("127.0.0.1:%d", hp), fmt.Sprintf("127.0.0.1:%d", sp)
+	cfg, err := srv.Config()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cs, xc = kubernetes.NewForConfigOrDie(cfg), kubeosclient.NewForConfigOrDie(cfg)
+	if err := grantGatewayReads(cs); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway RBAC:", err)
+		return 1
+	}
+	select {
+	case <-ready:
+	case <-time.After(2 * time.Minute):
+		fmt.Fprintln(os.Stderr, "the gateway did not start within 2 minutes")
+		return 1
+	}
+	code = m.Run()
+	return code
+}
+
+// grantGatewayReads gives the networking group what the gateway reads beyond
+// kube:node-networking (Routes, Releases, TLS Secrets): the rule the bootstrap role lacks.
+func grantGatewayReads(cs kubernetes.Interface) error {
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test:gateway-read"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"kubeos.dev"}, Resources: []string{"routes", "releases"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list", "watch"}},
+	}}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "test:gateway-read"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: rbac.NodeNetworkingGroup}}}
+	_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{})
+	return err
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// outboundIP is the host's address on its default route (EndpointSlices refuse loopback
+// addresses, so the backends listen here).
+func outboundIP() (string, error) {
+	c, err := net.Dial("udp4", "192.0.2.1:9")
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
+}
