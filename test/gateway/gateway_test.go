@@ -324,7 +324,7 @@ func TestTLSWithCertificate(t *testing.T) {
 	for _, host := range []string{"secure.gw.test", "a.secure.gw.test"} {
 		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil,
 			TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: host},
-			DialTLSContext: nil,
+			DialTLSContext:  nil,
 			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 				return (&net.Dialer{}).DialContext(ctx, network, httpsAddr)
 			}}}
