@@ -108,7 +108,9 @@ func TestBuildComponentKinds(t *testing.T) {
 			c.Spec.Workload = "Job"
 			c.Spec.Autoscaling = &v1alpha1.ComponentAutoscaling{MaxReplicas: 3}
 		}, err: "does not scale"},
-		{name: "bad strategy", mut: func(c *v1alpha1.Component) { c.Annotations = map[string]string{v1alpha1.AnnotationRolloutStrategy: "Blue"} }, err: "neither Recreate"},
+		{name: "bad strategy", mut: func(c *v1alpha1.Component) {
+			c.Annotations = map[string]string{v1alpha1.AnnotationRolloutStrategy: "Blue"}
+		}, err: "neither Recreate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs, err := buildComponent(testComponent(tc.mut), componentInputs{Uses: tc.uses})
@@ -211,7 +213,9 @@ func TestBuildComponentEnv(t *testing.T) {
 		})
 	}
 	// The spec is not modified.
-	c := testComponent(func(c *v1alpha1.Component) { c.Spec.Env = []corev1.EnvVar{{Name: "X", Value: "${resources.orders.host}"}} })
+	c := testComponent(func(c *v1alpha1.Component) {
+		c.Spec.Env = []corev1.EnvVar{{Name: "X", Value: "${resources.orders.host}"}}
+	})
 	if _, err := buildComponentEnv(c, componentInputs{Uses: []componentUseInput{dbUse("", "host")}}); err != nil || c.Spec.Env[0].Value != "${resources.orders.host}" {
 		t.Errorf("spec env changed: %v %v", c.Spec.Env, err)
 	}

@@ -1,0 +1,273 @@
+// Package component tests the Component kind end to end against one in-process server
+// with simulated nodes (pods go Running/Ready on them; a stage makes the pods of Component
+// "crashy" crash-loop) and a real redis-server registered as the default Redis entry, so a
+// Cache's connection Secret is real: a tenant's user applies Components with kubectl 1.33
+// and gets Deployments, StatefulSets, Jobs, CronJobs, Services and HPAs with the
+// connection injected; bad input is refused at admission with field paths under spec.
+package component
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"kubeos.dev/kube/internal/dataservices/servers"
+	"kubeos.dev/kube/internal/dataservices/servers/testservers"
+	"kubeos.dev/kube/internal/server"
+	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/internal/simnode"
+	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
+)
+
+var (
+	srv       *servertest.Server
+	serverLog servertest.Buffer
+	dataDir   string
+	admin     client.Client
+	rd        *testservers.Redis
+	kubectl   string
+	// aliceKubeconfig is tenant acme's admin; acmeNS its namespace.
+	aliceKubeconfig string
+)
+
+const acmeNS = "acme-dev"
+
+// crashComponent is the Component whose pods crash-loop on the simulated nodes.
+const crashComponent = "crashy"
+
+func stages() []simnode.Stage {
+	crash := simnode.Stage{Name: "crash", Selector: simnode.Selector{
+		MatchLabels: map[string]string{v1alpha1.LabelComponent: crashComponent},
+		MatchExpressions: []simnode.Expression{
+			{Key: ".metadata.deletionTimestamp", Operator: "DoesNotExist"},
+			{Key: ".status.containerStatuses.state", Operator: "In", Values: []string{"running"}}}},
+		Delay: metav1.Duration{Duration: 500 * time.Millisecond}, Next: simnode.Next{Containers: simnode.CrashLoopBackOff, ExitCode: 1}}
+	return append([]simnode.Stage{crash}, simnode.DefaultStages(2*time.Second)...)
+}
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) (code int) {
+	main := &testservers.Main{}
+	defer main.Close()
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintln(os.Stderr, "component:", r)
+			code = 1
+		}
+	}()
+	dir, err := servertest.TempDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "component:", err)
+		return 1
+	}
+	dataDir = dir
+	main.Cleanup(func() { os.RemoveAll(dir) })
+	rd = testservers.StartRedis(main)
+	var logs io.Writer = &serverLog
+	if os.Getenv("COMPONENT_TEST_LOG") != "" {
+		logs = os.Stderr
+	}
+	srv, err = servertest.StartWith(filepath.Join(dir, "kube"), logs, func(o *server.Options) {
+		o.SimNodes = simnode.Options{Nodes: 3, Stages: stages()}
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "component: start server: %v\n%s", err, serverLog.String())
+		return 1
+	}
+	defer srv.Stop()
+	if err := setup(); err != nil {
+		fmt.Fprintf(os.Stderr, "component: setup: %v\n", err)
+		return 1
+	}
+	code = m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "--- server log (last 150 lines) ---\n%s\n", tail(serverLog.String(), 150))
+	}
+	return code
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func setup() error {
+	var err error
+	if kubectl, err = servertest.FindKubectl("1.33"); err != nil {
+		return err
+	}
+	cfg, err := srv.Config()
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	if admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	s := &corev1.Secret{Type: servers.SecretType, Data: map[string][]byte{servers.KeyURL: []byte(rd.URL)}}
+	s.Namespace, s.Name = servers.Namespace, "redis-main"
+	s.Labels = map[string]string{servers.LabelKind: servers.Redis}
+	s.Annotations = map[string]string{servers.AnnotationDefault: "true"}
+	if err := admin.Create(ctx, s); err != nil {
+		return fmt.Errorf("register redis: %w", err)
+	}
+	t := &v1alpha1.Tenant{}
+	t.Name = "acme"
+	t.Spec.Environments = []string{"dev"}
+	t.Spec.Admins = []v1alpha1.Subject{{Kind: "User", Name: "alice"}}
+	if err := admin.Create(ctx, t); err != nil {
+		return fmt.Errorf("tenant: %w", err)
+	}
+	if aliceKubeconfig, err = kubeconfigFor("alice"); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, _, err := servertest.RunKubectl(kubectl, dataDir, aliceKubeconfig, "", "auth", "can-i", "create", "components.kubeos.dev", "-n", acmeNS)
+		if err == nil && strings.TrimSpace(out) == "yes" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("alice cannot create components in %s: %q %v", acmeNS, out, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Pods are admitted once the namespace's ServiceAccount exists.
+	for {
+		var sa corev1.ServiceAccount
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: acmeNS, Name: "default"}, &sa); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no default ServiceAccount in %s", acmeNS)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func kubeconfigFor(user string, groups ...string) (string, error) {
+	cfg, err := srv.Inner().LoopbackConfig(user, groups...)
+	if err != nil {
+		return "", err
+	}
+	return writeKubeconfig(cfg, filepath.Join(dataDir, user+".kubeconfig"))
+}
+
+func writeKubeconfig(cfg *rest.Config, path string) (string, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["kube"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["kube"] = &clientcmdapi.Context{Cluster: "kube", AuthInfo: "user"}
+	kc.CurrentContext = "kube"
+	return path, clientcmd.WriteToFile(*kc, path)
+}
+
+// alice runs kubectl 1.33 as tenant acme's admin.
+func alice(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	return servertest.RunKubectl(kubectl, t.TempDir(), aliceKubeconfig, stdin, args...)
+}
+
+// apply applies yaml as alice; the test fails when it is refused.
+func apply(t *testing.T, yaml string) {
+	t.Helper()
+	if _, errOut, err := alice(t, yaml, "-n", acmeNS, "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply: %v: %s", err, errOut)
+	}
+}
+
+// refused creates yaml as alice and wants it refused with an error containing each of want.
+func refused(t *testing.T, yaml string, want ...string) {
+	t.Helper()
+	_, errOut, err := alice(t, yaml, "-n", acmeNS, "create", "-f", "-")
+	if err == nil {
+		t.Fatalf("created; want refused with %q", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(errOut, w) {
+			t.Fatalf("refused with %q; want it to contain %q", errOut, w)
+		}
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// component reads a Component as admin.
+func component(t *testing.T, name string) *v1alpha1.Component {
+	t.Helper()
+	var c v1alpha1.Component
+	if err := admin.Get(context.Background(), client.ObjectKey{Namespace: acmeNS, Name: name}, &c); err != nil {
+		t.Fatalf("get component %s: %v", name, err)
+	}
+	return &c
+}
+
+// waitComponent polls Component name until ok accepts it.
+func waitComponent(t *testing.T, name string, d time.Duration, what string, ok func(c *v1alpha1.Component) bool) *v1alpha1.Component {
+	t.Helper()
+	var last v1alpha1.Component
+	deadline := time.Now().Add(d)
+	for {
+		err := admin.Get(context.Background(), client.ObjectKey{Namespace: acmeNS, Name: name}, &last)
+		if err == nil && ok(&last) {
+			return &last
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("component %s: not %s after %s: err %v status %+v", name, what, d, err, last.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func active(c *v1alpha1.Component) bool {
+	return c.Status.Phase == "Active" && c.Status.ObservedGeneration == c.Generation
+}
+
+func condition(c *v1alpha1.Component, typ string) *metav1.Condition {
+	for i := range c.Status.Conditions {
+		if c.Status.Conditions[i].Type == typ {
+			return &c.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// gone waits until obj (with its namespace and name set) no longer exists.
+func gone(t *testing.T, obj client.Object, d time.Duration) {
+	t.Helper()
+	servertest.Eventually(t, d, 100*time.Millisecond, func() error {
+		err := admin.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+		if err == nil {
+			return fmt.Errorf("%T %s still exists", obj, obj.GetName())
+		}
+		if client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		return nil
+	})
+}
