@@ -99,8 +99,8 @@ func (g *Gateway) Swap(t *Table) {
 			keep[e.route] = true
 		}
 	}
-	for _, w := range t.wildcard {
-		for _, e := range w.entries {
+	for _, es := range t.wild {
+		for _, e := range es {
 			keep[e.route] = true
 		}
 	}

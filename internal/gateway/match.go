@@ -23,16 +23,22 @@ func (t *Table) Route(host string, r *http.Request) *Match {
 	return nil
 }
 
-// hostEntries picks the most specific hostname: exact, then the longest wildcard suffix.
+// hostEntries picks the most specific hostname: exact, then the longest wildcard suffix
+// (tried label by label from the left: O(labels), not O(Routes)).
 func (t *Table) hostEntries(host string) []*entry {
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	if es, ok := t.exact[host]; ok {
 		return es
 	}
-	for _, w := range t.wildcard {
-		if len(host) > len(w.suffix) && strings.HasSuffix(host, w.suffix) {
-			return w.entries
+	for i := strings.IndexByte(host, '.'); i > 0 && i < len(host)-1; {
+		if es, ok := t.wild[host[i:]]; ok {
+			return es
 		}
+		j := strings.IndexByte(host[i+1:], '.')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
 	}
 	return nil
 }
@@ -43,10 +49,15 @@ func (t *Table) Certificate(serverName string) *tls.Certificate {
 	if c := t.certs[h]; c != nil {
 		return c
 	}
-	for _, w := range t.wcerts {
-		if len(h) > len(w.suffix) && strings.HasSuffix(h, w.suffix) {
-			return w.cert
+	for i := strings.IndexByte(h, '.'); i > 0 && i < len(h)-1; {
+		if c := t.wcerts[h[i:]]; c != nil {
+			return c
 		}
+		j := strings.IndexByte(h[i+1:], '.')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
 	}
 	return nil
 }
@@ -57,8 +68,8 @@ func (t *Table) Hosts() []string {
 	for h := range t.exact {
 		out = append(out, h)
 	}
-	for _, w := range t.wildcard {
-		out = append(out, "*"+w.suffix)
+	for s := range t.wild {
+		out = append(out, "*"+s)
 	}
 	return out
 }

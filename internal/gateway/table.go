@@ -35,22 +35,13 @@ type Input struct {
 
 // Table is a compiled, immutable route table.
 type Table struct {
-	exact    map[string][]*entry
-	wildcard []hostEntries // longest suffix first
-	certs    map[string]*tls.Certificate
-	wcerts   []hostCert // longest suffix first
+	exact map[string][]*entry
+	// wild is keyed by the suffix of a "*." hostname (".example.com").
+	wild   map[string][]*entry
+	certs  map[string]*tls.Certificate
+	wcerts map[string]*tls.Certificate
 	// Problems are what could not be compiled (bad regexes, missing certificates), for logs.
 	Problems []string
-}
-
-type hostEntries struct {
-	suffix  string // ".example.com" for "*.example.com"
-	entries []*entry
-}
-
-type hostCert struct {
-	suffix string
-	cert   *tls.Certificate
 }
 
 // RouteKey names a Route (namespace/name).
@@ -119,7 +110,8 @@ type Match struct {
 // Compile builds the table. It never fails as a whole: what cannot be compiled is left out
 // and listed in Problems.
 func Compile(in Input) *Table {
-	t := &Table{exact: map[string][]*entry{}, certs: map[string]*tls.Certificate{}}
+	t := &Table{exact: map[string][]*entry{}, wild: map[string][]*entry{}, certs: map[string]*tls.Certificate{},
+		wcerts: map[string]*tls.Certificate{}}
 	svcs := map[string]*corev1.Service{}
 	for _, s := range in.Services {
 		svcs[s.Namespace+"/"+s.Name] = s
@@ -148,8 +140,6 @@ func Compile(in Input) *Table {
 			certByName[s.Namespace+"/secret:"+s.Name] = s
 		}
 	}
-	wild := map[string][]*entry{}
-	wcerts := map[string]*tls.Certificate{}
 	routes := slices.Clone(in.Routes)
 	for _, r := range routes {
 		key := RouteKey{r.Namespace, r.Name}
@@ -187,9 +177,9 @@ func Compile(in Input) *Table {
 		for _, h := range r.Spec.Hostnames {
 			h = strings.ToLower(strings.TrimSuffix(h, "."))
 			if suffix, ok := strings.CutPrefix(h, "*"); ok {
-				wild[suffix] = append(wild[suffix], es...)
-				if cert != nil && wcerts[suffix] == nil {
-					wcerts[suffix] = cert
+				t.wild[suffix] = append(t.wild[suffix], es...)
+				if cert != nil && t.wcerts[suffix] == nil {
+					t.wcerts[suffix] = cert
 				}
 				continue
 			}
@@ -203,21 +193,10 @@ func Compile(in Input) *Table {
 		sortEntries(es)
 		t.exact[h] = es
 	}
-	for s, es := range wild {
+	for s, es := range t.wild {
 		sortEntries(es)
-		t.wildcard = append(t.wildcard, hostEntries{suffix: s, entries: es})
+		t.wild[s] = es
 	}
-	sort.Slice(t.wildcard, func(i, j int) bool {
-		a, b := t.wildcard[i].suffix, t.wildcard[j].suffix
-		if len(a) != len(b) {
-			return len(a) > len(b)
-		}
-		return a < b
-	})
-	for s, c := range wcerts {
-		t.wcerts = append(t.wcerts, hostCert{suffix: s, cert: c})
-	}
-	sort.Slice(t.wcerts, func(i, j int) bool { return len(t.wcerts[i].suffix) > len(t.wcerts[j].suffix) })
 	return t
 }
 
