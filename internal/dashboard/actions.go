@@ -27,6 +27,11 @@ type actionView struct {
 	Danger      bool
 }
 
+// doneMessages are the notes shown after an action (?done=ACTION; any other value shows
+// nothing, so a link cannot put words in the page).
+var doneMessages = map[string]string{"delete": "Deletion requested.", "reconcile": "Reconcile requested.",
+	"suspend": "Suspended.", "resume": "Resumed."}
+
 // actionSpec is what an action needs the user to be allowed.
 type actionSpec struct {
 	name, label, verb string
@@ -118,6 +123,7 @@ func (d *Dashboard) action(w http.ResponseWriter, r *http.Request) {
 	}
 	ri := dc.Resource(k.GVR)
 	var res interface {
+		Get(ctx context.Context, name string, opts metav1.GetOptions, sub ...string) (*unstructured.Unstructured, error)
 		Delete(ctx context.Context, name string, opts metav1.DeleteOptions, sub ...string) error
 		Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*unstructured.Unstructured, error)
 	} = ri
@@ -132,20 +138,17 @@ func (d *Dashboard) action(w http.ResponseWriter, r *http.Request) {
 		_, err = res.Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{FieldManager: "kube-dashboard"})
 		return err
 	}
-	var done string
 	switch act {
 	case "delete":
-		err, done = res.Delete(ctx, name, metav1.DeleteOptions{}), "Deletion requested."
+		err = res.Delete(ctx, name, metav1.DeleteOptions{})
 	case "reconcile":
 		err = patch(map[string]any{"metadata": map[string]any{"annotations": map[string]string{ReconcileAnnotation: d.o.Now().UTC().Format(time.RFC3339Nano)}}})
-		done = "Reconcile requested."
 	case "suspend", "resume":
 		if !d.o.Suspendable(k.GVR.Group, k.Resource) {
 			d.fail(w, r, u, http.StatusBadRequest, "Bad request", k.Kind+" has no spec.suspend")
 			return
 		}
 		err = patch(map[string]any{"spec": map[string]any{"suspend": act == "suspend"}})
-		done = strings.ToUpper(act[:1]) + act[1:] + "d."
 	default:
 		d.fail(w, r, u, http.StatusBadRequest, "Bad request", fmt.Sprintf("unknown action %q", act))
 		return
@@ -154,5 +157,16 @@ func (d *Dashboard) action(w http.ResponseWriter, r *http.Request) {
 		d.apiError(w, r, u, err)
 		return
 	}
-	http.Redirect(w, r, objectURL(k.Resource, ns, name)+"?done="+url.QueryEscape(done), http.StatusSeeOther)
+	to := objectURL(k.Resource, ns, name)
+	if act == "delete" {
+		// The object may be gone already (else its page says why it stays): back to the list.
+		if _, err := res.Get(ctx, name, metav1.GetOptions{}); err != nil {
+			to = kindURL(k.Resource, ns)
+		}
+	}
+	sep := "?"
+	if strings.Contains(to, "?") {
+		sep = "&"
+	}
+	http.Redirect(w, r, to+sep+"done="+url.QueryEscape(act), http.StatusSeeOther)
 }

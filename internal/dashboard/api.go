@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"kubeos.dev/kube/internal/ctl/opsapi"
@@ -18,31 +20,45 @@ import (
 // Group is the API group of the lifecycle-managed kinds the ops API reports on.
 const Group = "kubeos.dev"
 
-// ops reads one of the ops API's virtual resources (internal/ctl/opsapi) as the user.
+// ops reads one of the ops API's virtual resources (internal/ctl/opsapi) as the user. A
+// non-2xx answer becomes the API's Status as an error (apierrors.IsForbidden and the like
+// work on it).
 func (u *user) ops(ctx context.Context, namespace, resource, name string, params url.Values, out any) error {
-	cfg := rest.CopyConfig(u.cfg)
-	cfg.GroupVersion = &schema.GroupVersion{Group: opsapi.Group, Version: opsapi.Version}
-	cfg.APIPath = "/apis"
-	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-	c, err := rest.RESTClientFor(cfg)
+	c, err := rest.HTTPClientFor(u.cfg)
 	if err != nil {
 		return err
 	}
-	req := c.Get().Resource(resource)
+	p := "/apis/" + opsapi.Group + "/" + opsapi.Version
 	if namespace != "" {
-		req = req.Namespace(namespace)
+		p += "/namespaces/" + url.PathEscape(namespace)
 	}
+	p += "/" + resource
 	if name != "" {
-		req = req.Name(name)
+		p += "/" + url.PathEscape(name)
 	}
-	for k, vs := range params {
-		for _, v := range vs {
-			req = req.Param(k, v)
-		}
+	if len(params) > 0 {
+		p += "?" + params.Encode()
 	}
-	raw, err := req.Do(ctx).Raw()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.cfg.Host+p, nil)
 	if err != nil {
 		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	res, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		var st metav1.Status
+		if json.Unmarshal(raw, &st) == nil && st.Kind == "Status" {
+			return &apierrors.StatusError{ErrStatus: st}
+		}
+		return apierrors.NewGenericServerResponse(res.StatusCode, http.MethodGet, schema.GroupResource{Group: opsapi.Group, Resource: resource}, name, string(raw), 0, false)
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("decode %s: %w", resource, err)

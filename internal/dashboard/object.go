@@ -185,9 +185,7 @@ func (d *Dashboard) objectPage(w http.ResponseWriter, r *http.Request) {
 	}
 	data.Actions = d.actions(ctx, u, k, ns, name, obj)
 	p := d.basePage(u, k.Kind+" "+name, streamURL("object", k.Resource, ns, name))
-	if msg := r.URL.Query().Get("done"); msg != "" {
-		p.Flash = msg
-	}
+	p.Flash = doneMessages[r.URL.Query().Get("done")]
 	p.Content = data
 	d.render(w, r, http.StatusOK, "object", p)
 }

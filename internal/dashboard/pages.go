@@ -347,6 +347,7 @@ func (d *Dashboard) kindPage(w http.ResponseWriter, r *http.Request) {
 			Age: ctl.Age(&ct, now), Conds: condViews(rw.Conditions)})
 	}
 	p := d.basePage(u, k.Kind, streamURL("kind", k.Resource, ns, ""))
+	p.Flash = doneMessages[q.Get("done")]
 	p.Content = data
 	d.render(w, r, http.StatusOK, "kind", p)
 }
