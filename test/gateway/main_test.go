@@ -1,9 +1,10 @@
 // Package gateway tests the Route kind and the gateway as users meet them: one in-process
 // `kube server --agent` whose agent runs the gateway on free high ports (HTTP and HTTPS),
-// Routes written through the API, backends that are HTTP servers of this process listening
-// on the host's address, named by Services without selector and EndpointSlices the test
-// writes (so the routing does not depend on the Service proxy, as the gateway's does not),
-// requests with a Host header (and SNI) to the gateway's ports.
+// Routes written through the API, requests with a Host header (and SNI) to the gateway's
+// ports. The backends are real busybox httpd pods of a Component (its status, a Release's
+// canary split in traffic counts), or, for the routing logic, HTTP servers of this process
+// on the host's address named by Services without selector and EndpointSlices the test
+// writes (the gateway routes to endpoints, never through the Service proxy).
 //
 // Machine-wide state is unique to this package's process (bridge kube-g<pid>, pod CIDR
 // 10.238.<pid%250>.0/24, free ports) and removed when the package ends.
@@ -12,9 +13,12 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"kubeos.dev/kube/internal/agent"
+	"kubeos.dev/kube/internal/agent/images"
 	"kubeos.dev/kube/internal/rbac"
 	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
@@ -74,6 +79,15 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "server and agent log:", logPath)
 		}
 	}()
+	imageDir := filepath.Join(dir, "images")
+	if err := writeBusybox(filepath.Join(imageDir, "busybox.tar")); err != nil {
+		fmt.Fprintln(os.Stderr, "busybox image:", err)
+		return 1
+	}
+	if err := os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	ready := make(chan struct{})
 	srv, err = servertest.StartWith(filepath.Join(dir, "server"), logf, func(o *server.Options) {
 		o.Agent = true
@@ -82,6 +96,8 @@ func run(m *testing.M) int {
 		o.AgentPort = 0
 		o.AgentBridge = bridge
 		o.AgentContainerdProxy = "http://127.0.0.1:9"
+		o.AgentImageDir = imageDir
+		o.AgentResolvConf = filepath.Join(dir, "resolv.conf")
 		o.ClusterCIDR = podCIDR
 		o.NodeCIDRMaskSize = 24
 		o.AgentGateway = agent.GatewayOptions{Enabled: true, Address: "127.0.0.1", HTTPPort: hp, HTTPSPort: sp, AccessLog: true,
@@ -155,4 +171,31 @@ func outboundIP() (string, error) {
 	}
 	defer c.Close()
 	return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
+}
+
+const busyboxImage = "kube.local/busybox:1"
+
+// writeBusybox writes an OCI archive of the host's busybox-static with one symlink per
+// applet (the machine has no registry; the agent imports it at start).
+func writeBusybox(path string) error {
+	bin, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		return err
+	}
+	out, err := exec.Command("/bin/busybox", "--list").Output()
+	if err != nil {
+		return err
+	}
+	files := []images.File{
+		{Path: "bin", Mode: fs.ModeDir | 0o755}, {Path: "bin/busybox", Mode: 0o755, Data: bin},
+		{Path: "etc", Mode: fs.ModeDir | 0o755}, {Path: "tmp", Mode: fs.ModeDir | fs.ModeSticky | 0o777},
+		{Path: "etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/bin/sh\n")},
+		{Path: "etc/group", Mode: 0o644, Data: []byte("root:x:0:\n")},
+	}
+	for _, a := range strings.Fields(string(out)) {
+		if a != "busybox" {
+			files = append(files, images.File{Path: "bin/" + a, Mode: fs.ModeSymlink | 0o777, Link: "busybox"})
+		}
+	}
+	return images.WriteOCIFile(path, busyboxImage, "amd64", images.Config{Env: []string{"PATH=/bin"}, Cmd: []string{"sh"}}, files)
 }
