@@ -224,6 +224,9 @@ type componentObjectState struct {
 
 // compare dry-runs the apply of want and reports whether it would change live.
 func (d *componentDriver) compare(ctx context.Context, want, live *unstructured.Unstructured) (differs, immutable bool, err error) {
+	if needsRecreateSwitch(want, live) {
+		return true, false, nil // the apply alone would be refused (see prepare)
+	}
 	res := want.DeepCopy()
 	if err := d.o.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(res), client.FieldOwner(componentFieldManager),
 		client.ForceOwnership, client.DryRunAll); err != nil {
@@ -442,12 +445,7 @@ func (d *componentDriver) ensure(ctx context.Context, c *v1alpha1.Component, rea
 // a Deployment going from RollingUpdate to Recreate must lose its rollingUpdate
 // parameters (defaulted by the server, so owned by no manager the apply could drop).
 func (d *componentDriver) prepare(ctx context.Context, o componentObjectState) error {
-	if o.live == nil || o.want.GetKind() != "Deployment" {
-		return nil
-	}
-	want, _, _ := unstructured.NestedString(o.want.Object, "spec", "strategy", "type")
-	_, hasRolling, _ := unstructured.NestedMap(o.live.Object, "spec", "strategy", "rollingUpdate")
-	if want != string(appsv1.RecreateDeploymentStrategyType) || !hasRolling {
+	if !needsRecreateSwitch(o.want, o.live) {
 		return nil
 	}
 	patch := []byte(`{"spec":{"strategy":{"type":"Recreate","rollingUpdate":null}}}`)
@@ -455,6 +453,17 @@ func (d *componentDriver) prepare(ctx context.Context, o componentObjectState) e
 		return fmt.Errorf("switch Deployment %s to Recreate: %w", o.live.GetName(), err)
 	}
 	return nil
+}
+
+// needsRecreateSwitch: want is a Recreate Deployment and live still has the parameters of
+// a rolling update.
+func needsRecreateSwitch(want, live *unstructured.Unstructured) bool {
+	if live == nil || want.GetKind() != "Deployment" {
+		return false
+	}
+	typ, _, _ := unstructured.NestedString(want.Object, "spec", "strategy", "type")
+	_, hasRolling, _ := unstructured.NestedMap(live.Object, "spec", "strategy", "rollingUpdate")
+	return typ == string(appsv1.RecreateDeploymentStrategyType) && hasRolling
 }
 
 // delete deletes obj (foreground: a workload goes once its pods have).

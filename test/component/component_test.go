@@ -358,9 +358,12 @@ spec:
 	if sts.Spec.ServiceName != "store" {
 		t.Errorf("serviceName %q", sts.Spec.ServiceName)
 	}
-	c := component(t, "store")
-	if c.Status.Workload == nil || c.Status.Workload.Kind != "StatefulSet" {
-		t.Errorf("status workload %+v", c.Status.Workload)
+	// No claim is provisioned here: the pods stay Pending and the Component Reconciling.
+	c := waitComponent(t, "store", 60*time.Second, "Reconciling as a StatefulSet", func(c *v1alpha1.Component) bool {
+		return c.Status.Workload != nil && c.Status.Phase == "Reconciling"
+	})
+	if c.Status.Workload.Kind != "StatefulSet" || c.Status.Service != "store" {
+		t.Errorf("status %+v", c.Status)
 	}
 	if _, errOut, err := alice(t, "", "-n", acmeNS, "delete", "component", "store", "--wait=true", "--timeout=90s"); err != nil {
 		t.Fatalf("delete: %v %s", err, errOut)
@@ -426,7 +429,7 @@ func TestBadInput(t *testing.T) {
 			[]string{"is invalid", "spec.exposes[1].name: Duplicate value"}},
 		{"volume without mountPath", `{image: busybox, uses: [{kind: Volume, name: files}]}`, []string{"spec.uses[0].mountPath: Required value"}},
 		{"cronjob without schedule", `{image: busybox, workload: CronJob}`, []string{"spec.schedule: Required value"}},
-		{"unknown placeholder", `{image: busybox, env: [{name: X, value: "${resources.db.host}"}]}`, []string{"spec.env[0].value", `no entry of spec.uses is named \"db\"`}},
+		{"unknown placeholder", `{image: busybox, env: [{name: X, value: "${resources.db.host}"}]}`, []string{"spec.env[0].value", `no entry of spec.uses is named "db"`}},
 		{"autoscaling min > max", `{image: busybox, autoscaling: {minReplicas: 5, maxReplicas: 2}}`, []string{"spec.autoscaling.minReplicas"}},
 		{"use kind", `{image: busybox, uses: [{kind: Secret, name: x}]}`, []string{"spec.uses[0].kind: Unsupported value"}},
 		{"use in another namespace", `{image: busybox, uses: [{kind: Database, name: x, namespace: other}]}`, []string{"namespace"}},

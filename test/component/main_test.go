@@ -217,16 +217,6 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// component reads a Component as admin.
-func component(t *testing.T, name string) *v1alpha1.Component {
-	t.Helper()
-	var c v1alpha1.Component
-	if err := admin.Get(context.Background(), client.ObjectKey{Namespace: acmeNS, Name: name}, &c); err != nil {
-		t.Fatalf("get component %s: %v", name, err)
-	}
-	return &c
-}
-
 // waitComponent polls Component name until ok accepts it.
 func waitComponent(t *testing.T, name string, d time.Duration, what string, ok func(c *v1alpha1.Component) bool) *v1alpha1.Component {
 	t.Helper()
