@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"os"
@@ -51,6 +52,8 @@ func main() {
 	endpoints := flag.Int("endpoints", 10, "endpoints per Service")
 	rate := flag.Float64("rate", 100, "EndpointSlice changes per second while measuring")
 	duration := flag.Duration("duration", 30*time.Second, "how long the churn lasts")
+	peer := flag.String("kube-proxy", "", "run this upstream kube-proxy binary (nftables mode, table ip kube-proxy) instead of Kube's proxy")
+	peerArgs := flag.String("kube-proxy-args", "", "extra kube-proxy flags, space-separated (e.g. --min-sync-period=0s)")
 	flag.Parse()
 	pid := os.Getpid()
 	table := fmt.Sprintf("kb%d", pid)
@@ -118,8 +121,17 @@ func main() {
 	}
 	self, _ := os.Executable()
 	cmd := exec.Command(self, "-child", "-kubeconfig", kc)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Env = append(os.Environ(), "BENCH_TABLE="+table, "BENCH_CIDR="+serviceCIDR)
+	events := make(chan proxy.SyncEvent, 1000)
+	if *peer != "" {
+		peerServices = *services
+		cmd = peerCommand(*peer, kc, strings.Fields(*peerArgs))
+		defer peerCleanup()
+		if err := watchPeer(events); err != nil {
+			log.Fatal(err)
+		}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stderr = os.Stderr
 	out, _ := cmd.StdoutPipe()
 	start := time.Now()
@@ -127,18 +139,21 @@ func main() {
 		log.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	events := make(chan proxy.SyncEvent, 1000)
-	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			var e proxy.SyncEvent
-			if json.Unmarshal(sc.Bytes(), &e) == nil {
-				events <- e
+	if *peer == "" {
+		go func() {
+			sc := bufio.NewScanner(out)
+			sc.Buffer(make([]byte, 1<<20), 64<<20)
+			for sc.Scan() {
+				var e proxy.SyncEvent
+				if json.Unmarshal(sc.Bytes(), &e) == nil {
+					events <- e
+				}
 			}
-		}
-		close(events)
-	}()
+			close(events)
+		}()
+	} else {
+		go func() { _, _ = io.Copy(io.Discard, out) }()
+	}
 	seen := 0
 	var initial time.Duration
 	for seen < *services {
@@ -217,6 +232,7 @@ func main() {
 		"services": *services, "endpoints": *endpoints, "setup_s": setupTook.Seconds(),
 		"initial_programming_s": initial.Seconds(), "rate": *rate, "changes": changes, "synced": len(lat), "missed": len(pending),
 		"p50_ms": pct(0.50), "p99_ms": pct(0.99), "max_ms": pct(1), "proxy_cpu_cores": (cpu1 - cpu0) / churnTook.Seconds(),
+		"proxy": map[bool]string{true: "kube-proxy " + *peer + " " + *peerArgs, false: "internal/agent/proxy"}[*peer != ""],
 	}
 	b, _ := json.Marshal(res)
 	fmt.Println(string(b))

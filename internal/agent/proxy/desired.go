@@ -67,6 +67,7 @@ const (
 	rGoto                           // goto chain
 	rDNAT                           // meta l4proto proto dnat to addr:port
 	rDrop                           // drop
+	rDNATMap                        // meta l4proto proto dnat ip to numgen random mod mod map @set
 )
 
 type rule struct {
@@ -78,6 +79,7 @@ type rule struct {
 	chain  string
 	chains []string
 	set    string
+	mod    uint32
 }
 
 // String is the rule in nft's syntax (near enough); a chain's rules' strings are what
@@ -112,6 +114,8 @@ func (r rule) String() string {
 		return fmt.Sprintf("meta l4proto %d dnat ip to %s:%d", r.proto, r.addr, r.port)
 	case rDrop:
 		return "drop"
+	case rDNATMap:
+		return fmt.Sprintf("meta l4proto %d dnat ip to numgen random mod %d map @%s", r.proto, r.mod, r.set)
 	}
 	return fmt.Sprintf("rule kind %d", r.kind)
 }
@@ -122,14 +126,22 @@ const masqMark = 0x4000
 // desired is the table's content apart from its fixed base chains.
 type desired struct {
 	chains        map[string][]rule
-	contents      map[string]string // chain → chainContent(its rules)
-	affinity      map[string]uint32 // set name → timeout seconds
+	contents      map[string]string     // chain → chainContent(its rules)
+	dnatMaps      map[string][]addrPort // map name → the endpoints numgen picks from, by index
+	hairpin       map[netip.Addr]bool   // endpoints of the DNAT maps: saddr . daddr of hairpin traffic
+	affinity      map[string]uint32     // set name → timeout seconds
 	serviceIPs    map[ipKey]verdict
 	nodePorts     map[portKey]verdict
 	noEndpointIPs map[ipKey]verdict
 	noEndpointNPs map[portKey]verdict
 	clusterIPs    map[netip.Addr]bool
 	report        []portReport
+}
+
+// addrPort is an endpoint a DNAT map's element points to.
+type addrPort struct {
+	addr netip.Addr
+	port uint16
 }
 
 // portReport is one Service port as /debug/services shows it.
@@ -212,20 +224,33 @@ func protoNum(p v1.Protocol) uint8 {
 }
 
 func newDesired() *desired {
-	return &desired{chains: map[string][]rule{}, contents: map[string]string{}, affinity: map[string]uint32{}, serviceIPs: map[ipKey]verdict{},
+	return &desired{chains: map[string][]rule{}, contents: map[string]string{}, dnatMaps: map[string][]addrPort{},
+		hairpin: map[netip.Addr]bool{}, affinity: map[string]uint32{}, serviceIPs: map[ipKey]verdict{},
 		nodePorts: map[portKey]verdict{}, noEndpointIPs: map[ipKey]verdict{}, noEndpointNPs: map[portKey]verdict{},
 		clusterIPs: map[netip.Addr]bool{}}
 }
 
 // portCache keeps each Service port's part of the desired content (buildPort's), reused
-// while the port's ServicePort and endpoint slice are the same objects: the trackers
-// replace both for a changed Service only, so a sync computes only what changed.
-type portCache map[k8sproxy.ServicePortName]cachedPort
+// while the port's ServicePort and endpoint slice are the same objects (the trackers
+// replace both for a changed Service only), and the merged content of all parts, updated
+// by the changed parts only: a sync costs what changed, not what exists.
+type portCache struct {
+	ports map[k8sproxy.ServicePortName]cachedPort
+	d     *desired
+	// refs count the parts holding an address (several ports share a ClusterIP; several
+	// Services an endpoint).
+	hairpinRefs, clusterIPRefs map[netip.Addr]int
+}
 
 type cachedPort struct {
 	svc  k8sproxy.ServicePort
 	eps  []k8sproxy.Endpoint
 	part *desired
+}
+
+func newPortCache() *portCache {
+	return &portCache{ports: map[k8sproxy.ServicePortName]cachedPort{}, d: newDesired(),
+		hairpinRefs: map[netip.Addr]int{}, clusterIPRefs: map[netip.Addr]int{}}
 }
 
 func sameEndpoints(a, b []k8sproxy.Endpoint) bool {
@@ -234,43 +259,54 @@ func sameEndpoints(a, b []k8sproxy.Endpoint) bool {
 
 // buildDesired computes the whole desired content (pure).
 func buildDesired(svcs k8sproxy.ServicePortMap, eps k8sproxy.EndpointsMap, node string, o parsed) *desired {
-	return buildDesiredCached(svcs, eps, node, o, portCache{})
+	return buildDesiredCached(svcs, eps, node, o, newPortCache())
 }
 
-// buildDesiredCached is buildDesired reusing (and updating) cache's parts of the ports that
-// did not change.
-func buildDesiredCached(svcs k8sproxy.ServicePortMap, eps k8sproxy.EndpointsMap, node string, o parsed, cache portCache) *desired {
-	d := newDesired()
+// buildDesiredCached is buildDesired reusing (and updating) cache. The result is cache's
+// own merged content: valid until the next call, not to be kept (copy what must be).
+func buildDesiredCached(svcs k8sproxy.ServicePortMap, eps k8sproxy.EndpointsMap, node string, o parsed, cache *portCache) *desired {
+	for name, c := range cache.ports {
+		if _, ok := svcs[name]; !ok {
+			cache.unmerge(c.part)
+			delete(cache.ports, name)
+		}
+	}
 	names := make([]k8sproxy.ServicePortName, 0, len(svcs))
-	for n := range svcs {
-		names = append(names, n)
+	for name, svc := range svcs {
+		names = append(names, name)
+		list := eps[name]
+		c, ok := cache.ports[name]
+		if ok && c.svc == svc && sameEndpoints(c.eps, list) {
+			continue
+		}
+		if ok {
+			cache.unmerge(c.part)
+		}
+		c = cachedPort{svc: svc, eps: list, part: buildPort(name, svc, list, node, o)}
+		cache.ports[name] = c
+		cache.merge(c.part)
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i].String() < names[j].String() })
-	for name := range cache {
-		if _, ok := svcs[name]; !ok {
-			delete(cache, name)
-		}
-	}
+	d := cache.d
+	d.report = d.report[:0]
 	for _, name := range names {
-		svc, list := svcs[name], eps[name]
-		c, ok := cache[name]
-		if !ok || c.svc != svc || !sameEndpoints(c.eps, list) {
-			c = cachedPort{svc: svc, eps: list, part: buildPort(name, svc, list, node, o)}
-			cache[name] = c
-		}
-		d.merge(c.part)
+		d.report = append(d.report, cache.ports[name].part.report...)
 	}
 	return d
 }
 
-// merge adds part (one port's content) to d.
-func (d *desired) merge(part *desired) {
+// merge adds part (one port's content) to the merged content.
+func (c *portCache) merge(part *desired) {
+	d := c.d
 	for k, v := range part.chains {
 		d.chains[k] = v
 		d.contents[k] = part.contents[k]
 	}
 	for k, v := range part.affinity {
 		d.affinity[k] = v
+	}
+	for k, v := range part.dnatMaps {
+		d.dnatMaps[k] = v
 	}
 	for k, v := range part.serviceIPs {
 		d.serviceIPs[k] = v
@@ -284,10 +320,53 @@ func (d *desired) merge(part *desired) {
 	for k, v := range part.noEndpointNPs {
 		d.noEndpointNPs[k] = v
 	}
-	for k := range part.clusterIPs {
-		d.clusterIPs[k] = true
+	for a := range part.hairpin {
+		c.hairpinRefs[a]++
+		d.hairpin[a] = true
 	}
-	d.report = append(d.report, part.report...)
+	for a := range part.clusterIPs {
+		c.clusterIPRefs[a]++
+		d.clusterIPs[a] = true
+	}
+}
+
+// unmerge takes part (merged before) out of the merged content.
+func (c *portCache) unmerge(part *desired) {
+	d := c.d
+	for k := range part.chains {
+		delete(d.chains, k)
+		delete(d.contents, k)
+	}
+	for k := range part.affinity {
+		delete(d.affinity, k)
+	}
+	for k := range part.dnatMaps {
+		delete(d.dnatMaps, k)
+	}
+	for k := range part.serviceIPs {
+		delete(d.serviceIPs, k)
+	}
+	for k := range part.nodePorts {
+		delete(d.nodePorts, k)
+	}
+	for k := range part.noEndpointIPs {
+		delete(d.noEndpointIPs, k)
+	}
+	for k := range part.noEndpointNPs {
+		delete(d.noEndpointNPs, k)
+	}
+	for a := range part.hairpin {
+		if c.hairpinRefs[a]--; c.hairpinRefs[a] <= 0 {
+			delete(c.hairpinRefs, a)
+			delete(d.hairpin, a)
+		}
+	}
+	for a := range part.clusterIPs {
+		if c.clusterIPRefs[a]--; c.clusterIPRefs[a] <= 0 {
+			delete(c.clusterIPRefs, a)
+			delete(d.clusterIPs, a)
+		}
+	}
 }
 
 // buildPort computes one Service port's part of the desired content (pure).
@@ -339,6 +418,28 @@ func buildPort(name k8sproxy.ServicePortName, svc k8sproxy.ServicePort, eps []k8
 		d.chains[c] = append(rules, rule{kind: rDNAT, proto: proto, addr: addr, port: uint16(ep.Port())})
 	}
 	policyChain := func(chain string, list []k8sproxy.Endpoint) {
+		if affinity == 0 {
+			// No per-endpoint chains: one DNAT through a map of the endpoints, so an
+			// endpoint replaced is a map element changed (no rule changes, so the kernel
+			// does not revalidate the whole table); hairpin traffic is masqueraded by
+			// the table's @hairpin lookup instead.
+			var targets []addrPort
+			for _, ep := range list {
+				addr, err := netip.ParseAddr(ep.IP())
+				if err != nil || !addr.Is4() {
+					continue
+				}
+				targets = append(targets, addrPort{addr: addr, port: uint16(ep.Port())})
+				d.hairpin[addr] = true
+			}
+			if len(targets) == 0 {
+				return
+			}
+			m := "epm-" + chain
+			d.dnatMaps[m] = targets
+			d.chains[chain] = []rule{{kind: rDNATMap, proto: proto, mod: uint32(len(targets)), set: m}}
+			return
+		}
 		var rules []rule
 		var chains []string
 		for _, ep := range list {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http/httptest"
 	"os/exec"
@@ -152,11 +153,27 @@ func TestKernel(t *testing.T) {
 			changed++
 		}
 	}
-	if changed != 1 { // svc-<h> rewritten; the gone ep- chain deleted
+	if changed != 1 { // svc-<h> rewritten (its modulus); its DNAT map lost an element
 		t.Errorf("%d chains rewritten, want 1 (the svc chain)", changed)
 	}
-	if len(px.prog.chains) != len(kept)-1 {
-		t.Errorf("%d chains, want %d", len(px.prog.chains), len(kept)-1)
+	if len(px.prog.chains) != len(kept) {
+		t.Errorf("%d chains, want %d", len(px.prog.chains), len(kept))
+	}
+	// An endpoint replaced by another (same count): only the DNAT map's element changes.
+	slice3 := sliceObj("web", readyOn("10.1.0.1", node))
+	slice3.ResourceVersion = "3"
+	px.OnEndpointSliceUpdate(slice2, slice3)
+	chainsBefore := maps.Clone(px.prog.chains)
+	if err := px.sync(); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(chainsBefore, px.prog.chains) {
+		t.Errorf("an endpoint replaced rewrote chains")
+	}
+	for i := 0; i < 20; i++ {
+		if got, err := fetch("10.96.0.10:80"); err != nil || got != "one" {
+			t.Fatalf("after the replacement: %q, %v", got, err)
+		}
 	}
 
 	// A second proxier on the same table (a restarted agent) takes over without losing
@@ -166,15 +183,15 @@ func TestKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := fetch("10.96.0.10:80"); err != nil || got != "two" {
+	if got, err := fetch("10.96.0.10:80"); err != nil || got != "one" {
 		t.Fatalf("after a restart's setup: %q, %v", got, err)
 	}
 	px2.OnServiceAdd(web)
-	px2.OnEndpointSliceAdd(sliceObj("web", readyOn("10.1.0.1", node)))
+	px2.OnEndpointSliceAdd(sliceObj("web", readyOn("10.1.0.2", "b")))
 	if err := px2.sync(); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := fetch("10.96.0.10:80"); err != nil || got != "one" {
+	if got, err := fetch("10.96.0.10:80"); err != nil || got != "two" {
 		t.Fatalf("after the restart's first sync: %q, %v", got, err)
 	}
 	if _, err := fetch("10.96.0.11:80"); err == nil || errors.Is(err, syscall.ECONNREFUSED) {

@@ -40,7 +40,7 @@ func newMetrics() *metrics {
 		servicePorts: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kubeproxy_programmed_service_ports",
 			Help: "Service ports programmed on this node"}),
 		endpoints: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kubeproxy_programmed_endpoints",
-			Help: "Endpoint chains programmed on this node"}),
+			Help: "Endpoints programmed on this node (DNAT map elements and per-endpoint chains of affinity Services)"}),
 		chains: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kubeproxy_sync_proxy_rules_nftables_chains",
 			Help: "Per-service and per-endpoint chains in the table"}),
 	}
@@ -57,6 +57,9 @@ func (m *metrics) observeSync(took time.Duration, d *desired, now time.Time) {
 		if len(name) > 3 && name[:3] == "ep-" {
 			eps++
 		}
+	}
+	for _, targets := range d.dnatMaps {
+		eps += len(targets)
 	}
 	m.endpoints.Set(float64(eps))
 	m.chains.Set(float64(len(d.chains)))

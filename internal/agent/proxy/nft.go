@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"sort"
 	"strings"
@@ -24,6 +25,7 @@ const (
 	mapNodePorts     = "service-nodeports"
 	mapNoEndpointIPs = "no-endpoint-services"
 	mapNoEndpointNPs = "no-endpoint-nodeports"
+	setHairpin       = "hairpin"
 )
 
 // programmer owns the table in the kernel and remembers what it programmed there.
@@ -39,6 +41,8 @@ type programmer struct {
 	known         bool
 	chains        map[string]string
 	affinity      map[string]uint32
+	dnatMaps      map[string][]addrPort // nil value: the map exists, its content is unknown
+	hairpin       map[netip.Addr]bool   // nil: unknown (flushed and refilled)
 	serviceIPs    map[ipKey]verdict
 	nodePorts     map[portKey]verdict
 	noEndpointIPs map[ipKey]verdict
@@ -95,7 +99,8 @@ func (p *programmer) setup() error {
 		mapNoEndpointIPs: {Table: p.table, Name: mapNoEndpointIPs, IsMap: true, Concatenation: true, KeyType: ipProtoPort, DataType: nftables.TypeVerdict},
 		mapNoEndpointNPs: {Table: p.table, Name: mapNoEndpointNPs, IsMap: true, Concatenation: true, KeyType: protoPort, DataType: nftables.TypeVerdict},
 	}
-	for _, name := range []string{mapServiceIPs, mapNodePorts, mapNoEndpointIPs, mapNoEndpointNPs} {
+	p.maps[setHairpin] = &nftables.Set{Table: p.table, Name: setHairpin, Concatenation: true, KeyType: concat(nftables.TypeIPAddr, nftables.TypeIPAddr)}
+	for _, name := range []string{mapServiceIPs, mapNodePorts, mapNoEndpointIPs, mapNoEndpointNPs, setHairpin} {
 		if err := c.AddSet(p.maps[name], nil); err != nil {
 			return fmt.Errorf("proxy: map %s: %w", name, err)
 		}
@@ -151,6 +156,9 @@ func (p *programmer) setup() error {
 		rule(ch, one(&expr.Verdict{Kind: expr.VerdictJump, Chain: servicesChain}))
 	}
 	post := chain("nat-postrouting", nftables.ChainTypeNAT, nftables.ChainHookPostrouting, prio(100))
+	// Hairpin: a pod DNATed to itself (ip saddr . ip daddr @hairpin) is masqueraded.
+	rule(post, []expr.Any{ipSaddr(reg9), ipDaddr(reg10),
+		&expr.Lookup{SourceRegister: reg9, SetName: setHairpin, SetID: p.maps[setHairpin].ID}}, markOr())
 	rule(post, []expr.Any{
 		&expr.Meta{Key: expr.MetaKeyMARK, Register: reg1},
 		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4,
@@ -192,9 +200,13 @@ func (p *programmer) loadKnown() error {
 	if err != nil {
 		return fmt.Errorf("proxy: list sets: %w", err)
 	}
+	p.dnatMaps, p.hairpin = map[string][]addrPort{}, nil
 	for _, s := range sets {
 		if strings.HasPrefix(s.Name, "aff-") {
 			p.affinity[s.Name] = 0 // unknown timeout: recreated when wanted
+		}
+		if strings.HasPrefix(s.Name, "epm-") {
+			p.dnatMaps[s.Name] = nil // unknown content: flushed and refilled when wanted
 		}
 	}
 	p.serviceIPs, p.nodePorts, p.noEndpointIPs, p.noEndpointNPs = nil, nil, nil, nil
@@ -227,6 +239,66 @@ func (p *programmer) apply(d *desired) (applyStats, error) {
 		s := &nftables.Set{Table: p.table, Name: name, KeyType: nftables.TypeIPAddr, HasTimeout: true, Dynamic: true,
 			Timeout: time.Duration(timeout) * time.Second}
 		if err := c.AddSet(s, nil); err != nil {
+			return st, err
+		}
+	}
+	// DNAT maps, before the chains that use them: new maps made, every index below the
+	// wanted count set (so a chain's new modulus never points past its map); the indices
+	// beyond it go in the last transaction, after the chains.
+	var surplus []func() error
+	for name, want := range d.dnatMaps {
+		old, exists := p.dnatMaps[name]
+		m := p.dnatMap(name)
+		if !exists {
+			if err := c.AddSet(m, nil); err != nil {
+				return st, err
+			}
+		} else if old == nil {
+			c.FlushSet(m)
+		}
+		var del, add []nftables.SetElement
+		for i, ep := range want {
+			if i < len(old) && old[i] == ep {
+				continue
+			}
+			if i < len(old) {
+				del = append(del, nftables.SetElement{Key: indexKey(i)})
+			}
+			add = append(add, nftables.SetElement{Key: indexKey(i), Val: addrPortBytes(ep)})
+		}
+		var gone []nftables.SetElement
+		for i := len(want); i < len(old); i++ {
+			gone = append(gone, nftables.SetElement{Key: indexKey(i)})
+		}
+		st.elementsChanged += len(add) + len(gone)
+		if err := setElements(c, m, del, add); err != nil {
+			return st, err
+		}
+		if len(gone) > 0 {
+			surplus = append(surplus, func() error { return setElements(c, m, gone, nil) })
+		}
+	}
+	// Hairpin pairs: added now, removed at the end.
+	var hairpinGone []nftables.SetElement
+	{
+		hs := p.maps[setHairpin]
+		old := p.hairpin
+		if old == nil {
+			c.FlushSet(hs)
+		}
+		var add []nftables.SetElement
+		for a := range d.hairpin {
+			if !old[a] {
+				add = append(add, nftables.SetElement{Key: pairKey(a)})
+			}
+		}
+		for a := range old {
+			if !d.hairpin[a] {
+				hairpinGone = append(hairpinGone, nftables.SetElement{Key: pairKey(a)})
+			}
+		}
+		st.elementsChanged += len(add) + len(hairpinGone)
+		if err := setElements(c, hs, nil, add); err != nil {
 			return st, err
 		}
 	}
@@ -316,6 +388,21 @@ func (p *programmer) apply(d *desired) (applyStats, error) {
 		c.DelChain(&nftables.Chain{Name: name, Table: p.table})
 		st.chainsDeleted++
 	}
+	for _, f := range surplus {
+		if err := f(); err != nil {
+			return st, err
+		}
+	}
+	if err := setElements(c, p.maps[setHairpin], hairpinGone, nil); err != nil {
+		return st, err
+	}
+	var goneMaps []string
+	for name := range p.dnatMaps {
+		if _, ok := d.dnatMaps[name]; !ok {
+			goneMaps = append(goneMaps, name)
+			c.DelSet(&nftables.Set{Table: p.table, Name: name})
+		}
+	}
 	var goneSets []string
 	for name := range p.affinity {
 		if _, ok := d.affinity[name]; !ok {
@@ -335,7 +422,16 @@ func (p *programmer) apply(d *desired) (applyStats, error) {
 	for _, name := range goneSets {
 		delete(p.affinity, name)
 	}
-	p.serviceIPs, p.nodePorts, p.noEndpointIPs, p.noEndpointNPs = d.serviceIPs, d.nodePorts, d.noEndpointIPs, d.noEndpointNPs
+	for name, want := range d.dnatMaps {
+		p.dnatMaps[name] = want
+	}
+	for _, name := range goneMaps {
+		delete(p.dnatMaps, name)
+	}
+	p.hairpin = maps.Clone(d.hairpin)
+	// d is the caller's (buildDesiredCached's, changed in place next time): copies.
+	p.serviceIPs, p.nodePorts = maps.Clone(d.serviceIPs), maps.Clone(d.nodePorts)
+	p.noEndpointIPs, p.noEndpointNPs = maps.Clone(d.noEndpointIPs), maps.Clone(d.noEndpointNPs)
 	return st, nil
 }
 
@@ -454,6 +550,57 @@ func (p *programmer) ruleExprs(r rule) ([]expr.Any, error) {
 		), nil
 	case rDrop:
 		return one(&expr.Verdict{Kind: expr.VerdictDrop}), nil
+	case rDNATMap:
+		m := p.dnatMap(r.set)
+		return one(
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{r.proto}},
+			&expr.Numgen{Register: reg1, Modulus: r.mod, Type: unix.NFT_NG_RANDOM},
+			&expr.Lookup{SourceRegister: reg1, SetName: m.Name, SetID: m.ID, DestRegister: reg9, IsDestRegSet: true},
+			&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg9, RegProtoMin: reg10, Specified: true},
+		), nil
 	}
 	return nil, errors.New("proxy: unknown rule kind")
+}
+
+// addrPortType is the DNAT maps' data: ipv4_addr . inet_service.
+var addrPortType, _ = nftables.ConcatSetType(nftables.TypeIPAddr, nftables.TypeInetService)
+
+// dnatMap is the DNAT map name (index → endpoint address . port).
+func (p *programmer) dnatMap(name string) *nftables.Set {
+	return &nftables.Set{Table: p.table, Name: name, IsMap: true, KeyType: nftables.TypeInteger, DataType: addrPortType}
+}
+
+// indexKey is numgen's value i (host byte order, as the register holds it).
+func indexKey(i int) []byte { return binaryutil.NativeEndian.PutUint32(uint32(i)) }
+
+// addrPortBytes is ep as a concatenation: the address, the port in network order padded to 4.
+func addrPortBytes(ep addrPort) []byte {
+	a := ep.addr.As4()
+	return []byte{a[0], a[1], a[2], a[3], byte(ep.port >> 8), byte(ep.port), 0, 0}
+}
+
+// pairKey is a . a (ip saddr . ip daddr of hairpin traffic).
+func pairKey(a netip.Addr) []byte {
+	b := a.As4()
+	return []byte{b[0], b[1], b[2], b[3], b[0], b[1], b[2], b[3]}
+}
+
+// setElements queues deletions then additions, elementsPerMessage per message.
+func setElements(c *nftables.Conn, set *nftables.Set, del, add []nftables.SetElement) error {
+	for len(del) > 0 {
+		n := min(len(del), elementsPerMessage)
+		if err := c.SetDeleteElements(set, del[:n]); err != nil {
+			return err
+		}
+		del = del[n:]
+	}
+	for len(add) > 0 {
+		n := min(len(add), elementsPerMessage)
+		if err := c.SetAddElements(set, add[:n]); err != nil {
+			return err
+		}
+		add = add[n:]
+	}
+	return nil
 }

@@ -48,7 +48,7 @@ type Proxier struct {
 	syncs      int
 	metrics    *metrics
 	changeTime map[string]time.Time // service ns/name → first unsynced change seen (informer time)
-	cache      portCache            // each Service port's desired content, while it does not change
+	cache      *portCache           // each Service port's desired content, while it does not change
 }
 
 // New checks the options and the node: nftables usable (the table and its base chains are
@@ -80,7 +80,7 @@ func New(o Options) (*Proxier, error) {
 	px := &Proxier{o: o, p: p, log: o.Log.With("component", "service-proxy", "table", o.Table), prog: prog, routes: rt,
 		ct: conntrack.New(), kick: make(chan struct{}, 1), sliceRVs: map[string]map[string]string{},
 		svcMap: k8sproxy.ServicePortMap{}, epMap: k8sproxy.EndpointsMap{}, metrics: newMetrics(),
-		changeTime: map[string]time.Time{}, cache: portCache{}}
+		changeTime: map[string]time.Time{}, cache: newPortCache()}
 	px.svcTracker = k8sproxy.NewServiceChangeTracker(v1.IPv4Protocol, nil, nil)
 	px.epTracker = k8sproxy.NewEndpointsChangeTracker(v1.IPv4Protocol, o.NodeName, nil, nil)
 	return px, nil
@@ -179,7 +179,7 @@ func (px *Proxier) sync() error {
 		px.o.Synced(SyncEvent{At: done, Took: done.Sub(start), Services: changed,
 			Chains: st.chainsWritten + st.chainsDeleted, Elements: st.elementsChanged})
 	}
-	px.report, px.lastSync, px.lastErr = d.report, done, ""
+	px.report, px.lastSync, px.lastErr = append([]portReport(nil), d.report...), done, ""
 	if st.chainsWritten+st.chainsDeleted+st.elementsChanged > 0 {
 		px.log.Debug("Service rules synced", "chainsWritten", st.chainsWritten, "chainsDeleted", st.chainsDeleted,
 			"elementsChanged", st.elementsChanged, "took", done.Sub(start))
