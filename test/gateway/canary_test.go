@@ -38,7 +38,7 @@ func TestComponentCanaryThroughRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	createRoute(t, &v1alpha1.Route{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"},
-		Spec: v1alpha1.RouteSpec{Hostnames: []string{"shop.gw.test"},
+		Spec: v1alpha1.RouteSpec{Hostnames: []string{"canary.gw.test"},
 			Rules: []v1alpha1.RouteRule{{Backends: []v1alpha1.RouteBackend{{Component: "web", Port: 8080}}}}}})
 	servertest.Eventually(t, 3*time.Minute, 500*time.Millisecond, func() error {
 		r, err := xc.KubeosV1alpha1().Routes(ns).Get(ctx, "shop", metav1.GetOptions{})
@@ -56,7 +56,7 @@ func TestComponentCanaryThroughRoute(t *testing.T) {
 		}
 		return nil
 	})
-	waitFor(t, "shop.gw.test", "/", func(a answer) bool { return a.code == 200 && strings.TrimSpace(a.body) == "v1" })
+	waitFor(t, "canary.gw.test", "/", func(a answer) bool { return a.code == 200 && strings.TrimSpace(a.body) == "v1" })
 
 	rel := &v1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: v1alpha1.ReleaseSpec{
 		Component: "web", Env: []corev1.EnvVar{{Name: "VERSION", Value: "v2"}},
@@ -76,11 +76,11 @@ func TestComponentCanaryThroughRoute(t *testing.T) {
 		return nil
 	})
 	// The split shows once the canary's pod is ready and its EndpointSlice reached the gateway.
-	waitFor(t, "shop.gw.test", "/", func(a answer) bool { return a.code == 200 && strings.TrimSpace(a.body) == "v2" })
+	waitFor(t, "canary.gw.test", "/", func(a answer) bool { return a.code == 200 && strings.TrimSpace(a.body) == "v2" })
 	n := map[string]int{}
 	const total = 500
 	for range total {
-		a, err := get("shop.gw.test", "/")
+		a, err := get("canary.gw.test", "/")
 		if err != nil || a.code != 200 {
 			t.Fatalf("during the canary: %v %d %q", err, a.code, a.body)
 		}
@@ -108,7 +108,7 @@ func TestComponentCanaryThroughRoute(t *testing.T) {
 	// Promoted: the stable pods run v2; every answer (canary Services gone) is v2.
 	servertest.Eventually(t, 2*time.Minute, 500*time.Millisecond, func() error {
 		for range 20 {
-			a, err := get("shop.gw.test", "/")
+			a, err := get("canary.gw.test", "/")
 			if err != nil {
 				return err
 			}
