@@ -80,7 +80,7 @@ spec:
 	})
 	// A name that is not a Component name is refused.
 	_, errOut, err := kubectl(t, "apiVersion: kubeos.dev/v1alpha1\nkind: Application\nmetadata: {name: bad}\nspec: {components: [other/web]}\n", "apply", "-f", "-")
-	if err == nil || !strings.Contains(errOut, "Invalid") {
+	if err == nil || !strings.Contains(errOut, `The Application "bad" is invalid`) {
 		t.Fatalf("components [other/web] accepted: %v %s", err, errOut)
 	}
 }

@@ -277,7 +277,7 @@ func TestReleaseValidation(t *testing.T) {
 		"over 100":   `{component: x5, strategy: {type: Canary, steps: [{setWeight: 120}]}}`,
 	} {
 		_, errOut, err := kubectl(t, "apiVersion: kubeos.dev/v1alpha1\nkind: Release\nmetadata: {name: bad}\nspec: "+spec+"\n", "apply", "-f", "-")
-		if err == nil || !strings.Contains(errOut, "Invalid") {
+		if err == nil || !strings.Contains(errOut, `The Release "bad" is invalid`) {
 			t.Errorf("%s: accepted or not a 422: %v %s", name, err, errOut)
 		}
 	}
