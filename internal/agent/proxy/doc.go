@@ -31,12 +31,21 @@
 //     output hook's DNAT then reroutes the packet).
 //
 // Changes are incremental: Services and EndpointSlices go through upstream's
-// ServiceChangeTracker and EndpointsChangeTracker; each sync rebuilds the desired content
-// of every per-service and per-endpoint chain (pure: desired.go), compares it with what was
-// programmed (a content hash per chain, and the elements of the verdict maps) and sends
-// only the differences, in one netlink transaction. The first sync after a start replaces
-// whatever a previous run left in the table in one transaction too, so a restart after
-// kill -9 never opens a gap: the kernel keeps forwarding on the old rules meanwhile.
+// ServiceChangeTracker and EndpointsChangeTracker; a sync rebuilds the desired content of
+// the changed Service ports only (pure: desired.go; each port's part is cached while its
+// ServicePort and endpoints are the same objects, and merged into the whole incrementally),
+// compares it with what was programmed (each chain's content, the elements of the maps) and
+// sends only the differences, in one netlink transaction. The first sync after a start
+// replaces whatever a previous run left in the table in one transaction too, so a restart
+// after kill -9 never opens a gap: the kernel keeps forwarding on the old rules meanwhile.
+//
+// Endpoints are map elements, not rules: the kernel revalidates the whole table (every
+// jump, every NAT expression reachable from the base chains: ~50 ms at 1,000 Services)
+// whenever a transaction adds a rule with a jump, goto or NAT, but not for elements of a
+// map without verdicts. So an endpoint replaced by another (the common churn) changes one
+// element of its port's DNAT map and no rule; only a change of the endpoint count (the
+// numgen modulus) or of the Service rewrites its chain. Session-affinity ports keep
+// per-endpoint chains (the affinity sets need them).
 //
 // Rule layout (names as upstream's nftables mode, simplified):
 //
@@ -46,12 +55,15 @@
 //	nat-prerouting/-output (dstnat) → services:
 //	    ip daddr . meta l4proto . th dport vmap @service-ips       (ClusterIP, externalIPs)
 //	    ip daddr <node IP> meta l4proto . th dport vmap @service-nodeports
-//	svc-<h> (a Service port's cluster chain): masquerade mark for off-cluster sources,
-//	    affinity lookups, numgen random mod N vmap {i: goto ep-<h>}
+//	int-<h> (ClusterIP): masquerade mark for off-cluster sources, goto svc-<h>
+//	svc-<h> / svl-<h> (a Service port's cluster / local endpoints):
+//	    meta l4proto P dnat ip to numgen random mod N map @epm-svc-<h>  {i: addr . port}
+//	    or, with session affinity: affinity lookups, numgen random mod N vmap
+//	    {i: goto ep-<h>}, and ep-<h>: hairpin mark, affinity update, dnat to IP:port
 //	ext-<h> (externalIPs and NodePort): mark (policy Cluster) then goto svc-<h>, or for
 //	    Local: pods and the node itself go to svc-<h>, others to svl-<h> (local endpoints)
-//	ep-<h>: hairpin mark, affinity update, dnat to endpoint IP:port
-//	nat-postrouting (srcnat): mark 0x4000 → masquerade
+//	nat-postrouting (srcnat): ip saddr . ip daddr @hairpin (a pod DNATed to itself) →
+//	    mark; mark 0x4000 → masquerade
 //
 // Run needs CAP_NET_ADMIN and nf_tables; without them it fails at start with
 // ErrNoNFTables (the agent stops and says so). Cleanup removes the table and routes
