@@ -1,6 +1,6 @@
 // Package volume tests Volumes, the local-path provisioner and persistentVolumeClaim
 // volumes as users meet them: one in-process `kube server --agent` (its own containerd,
-// bridge kvol<pid>, pod CIDR 10.241.N.0/24, busybox imported from a directory), Volumes
+// bridge kvol<pid>, cluster CIDR 10.241.N.0/23, busybox imported from a directory), Volumes
 // written through the generated client, pods scheduled by the scheduler (so that the
 // VolumeBinding plugin picks the node of WaitForFirstConsumer claims), files checked on the
 // agent's disk.
@@ -30,6 +30,7 @@ import (
 	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/internal/simnode"
 	kubeos "kubeos.dev/kube/pkg/client/clientset/versioned/typed/kubeos/v1alpha1"
 )
 
@@ -52,7 +53,8 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	nodeName = fmt.Sprintf("vol-t%d", os.Getpid())
 	bridge := fmt.Sprintf("kvol%d", os.Getpid())
-	podCIDR := fmt.Sprintf("10.241.%d.0/24", os.Getpid()%250)
+	// Two /24 node blocks: one for the agent's node, one for the simulated node.
+	podCIDR := fmt.Sprintf("10.241.%d.0/23", (os.Getpid()%125)*2)
 	agentDir = filepath.Join(dir, "agent")
 	imageDir := filepath.Join(dir, "images")
 	forward, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
@@ -88,6 +90,9 @@ func run(m *testing.M) int {
 		o.AgentResolvConf = filepath.Join(dir, "resolv.conf")
 		o.ClusterCIDR = podCIDR
 		o.NodeCIDRMaskSize = 24
+		// One simulated node (no agent, no disk) for the provisioner's simulated path;
+		// the other tests' pods select the real node.
+		o.SimNodes = simnode.Options{Nodes: 1, Prefix: "volsim-"}
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start kube server:", err)
@@ -208,13 +213,18 @@ func namespace(t *testing.T, cs kubernetes.Interface) string {
 }
 
 // claimPod is a pod of one busybox container running script with claim mounted at /data;
-// node "" leaves the choice to the scheduler.
+// node "" leaves the choice to the scheduler, among the agent's node only.
 func claimPod(name, node, claim, script string) *corev1.Pod {
 	grace := int64(2)
+	var selector map[string]string
+	if node == "" {
+		selector = map[string]string{corev1.LabelHostname: nodeName}
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
 			NodeName:                      node,
+			NodeSelector:                  selector,
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: &grace,
 			AutomountServiceAccountToken:  new(bool),

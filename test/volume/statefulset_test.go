@@ -31,6 +31,7 @@ func TestStatefulSetKeepsData(t *testing.T) {
 		Selector: &metav1.LabelSelector{MatchLabels: labels},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: ptr.To(int64(1)), AutomountServiceAccountToken: ptr.To(false),
+			NodeSelector: map[string]string{corev1.LabelHostname: nodeName},
 			Containers: []corev1.Container{{Name: "main", Image: busyboxImage, ImagePullPolicy: corev1.PullNever,
 				Command:        []string{"sh", "-c", "echo start >> /data/starts; touch /tmp/ready; exec sleep 3600"},
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-f", "/tmp/ready"}}}, PeriodSeconds: 1},
