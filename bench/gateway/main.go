@@ -26,11 +26,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,18 +53,19 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Second, "each measurement's length")
 	rate := flag.Int("rate", 1000, "open loop: requests per second")
 	rounds := flag.Int("rounds", 3, "rounds (direct and gateway in each, alternating which goes first)")
+	profile := flag.String("cpuprofile", "", "write the gateway child's CPU profile here")
 	flag.Parse()
 	switch *role {
 	case "upstream":
 		serveUpstream()
 		return
 	case "gateway":
-		serveGateway(*upstream, *routes)
+		serveGateway(*upstream, *routes, *profile)
 		return
 	}
 	up, stopUp := child("-role=upstream")
 	defer stopUp()
-	gw, stopGw := child("-role=gateway", "-upstream="+up, "-routes="+strconv.Itoa(*routes))
+	gw, stopGw := child("-role=gateway", "-upstream="+up, "-routes="+strconv.Itoa(*routes), "-cpuprofile="+*profile)
 	defer stopGw()
 	host := fmt.Sprintf("r%d.bench", *routes-1)
 	targets := map[string]target{"direct": {addr: up, host: "upstream"}, "gateway": {addr: gw, host: host}}
@@ -114,7 +118,7 @@ func child(args ...string) (string, func()) {
 	if err != nil {
 		log.Fatalf("%v: %v", args, err)
 	}
-	return strings.TrimSpace(line), func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	return strings.TrimSpace(line), func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }
 }
 
 var body = []byte(strings.Repeat("x", 63) + "\n")
@@ -132,7 +136,20 @@ func serveUpstream() {
 }
 
 // serveGateway serves a table of n Routes; the last one's backend is the upstream.
-func serveGateway(upstream string, n int) {
+func serveGateway(upstream string, n int, profile string) {
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		// The parent ends the child with SIGTERM; the profile is written then.
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM)
+		go func() { <-c; pprof.StopCPUProfile(); f.Close(); os.Exit(0) }()
+	}
 	host, port, err := net.SplitHostPort(upstream)
 	if err != nil {
 		log.Fatal(err)
