@@ -253,16 +253,23 @@ func PersistentVolumeNode(pv *corev1.PersistentVolume) string {
 	return ""
 }
 
+// VolumeClaimSpec is the claim spec of v: its access mode, class and size. A Component
+// turns a perReplica Volume into a volumeClaimTemplate of this spec (named after the
+// Volume). Pure.
+func VolumeClaimSpec(v *v1alpha1.Volume) corev1.PersistentVolumeClaimSpec {
+	return corev1.PersistentVolumeClaimSpec{
+		AccessModes:      []corev1.PersistentVolumeAccessMode{VolumeAccessMode(v)},
+		StorageClassName: ptr.To(VolumeStorageClass(v)),
+		Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: v.Spec.Size}},
+	}
+}
+
 // desiredClaim is v's claim. Pure.
 func desiredClaim(v *v1alpha1.Volume) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: v.Namespace, Name: VolumeClaimName(v.Name), OwnerReferences: ownerRef(v, "Volume"),
 			Labels: map[string]string{"kubeos.dev/volume": v.Name, "app.kubernetes.io/managed-by": "kube"}},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{VolumeAccessMode(v)},
-			StorageClassName: ptr.To(VolumeStorageClass(v)),
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: v.Spec.Size}},
-		},
+		Spec: VolumeClaimSpec(v),
 	}
 }
 
