@@ -169,11 +169,38 @@ func main() {
 	// Churn: RATE changes per second, each to a random-ish Service, round robin.
 	var mu sync.Mutex
 	pending := map[string]time.Time{} // service → write returned (first unsynced)
-	var lat []time.Duration
+	var lat, took []time.Duration
+	// The server's own delay: a watch of the slices in this process, from the write's
+	// return to the event (what no proxy can beat).
+	watchPending := map[string]time.Time{}
+	var watchLat []time.Duration
+	w, err := cs.DiscoveryV1().EndpointSlices(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer w.Stop()
+	go func() {
+		for ev := range w.ResultChan() {
+			sl, ok := ev.Object.(*discoveryv1.EndpointSlice)
+			if !ok {
+				continue
+			}
+			key := ns + "/" + sl.Labels[discoveryv1.LabelServiceName]
+			mu.Lock()
+			if t, ok := watchPending[key]; ok {
+				watchLat = append(watchLat, time.Since(t))
+				delete(watchPending, key)
+			}
+			mu.Unlock()
+		}
+	}()
 	churnDone := make(chan struct{})
 	go func() {
 		for e := range events {
 			mu.Lock()
+			if e.Took > 0 {
+				took = append(took, e.Took)
+			}
 			for _, s := range e.Services {
 				if t, ok := pending[s]; ok {
 					lat = append(lat, e.At.Sub(t))
@@ -201,6 +228,9 @@ func main() {
 				if _, ok := pending[key]; !ok {
 					pending[key] = time.Now()
 				}
+				if _, ok := watchPending[key]; !ok {
+					watchPending[key] = time.Now()
+				}
 				mu.Unlock()
 			}(n, i)
 		}
@@ -222,16 +252,22 @@ func main() {
 	mu.Lock()
 	defer mu.Unlock()
 	slices.Sort(lat)
-	pct := func(p float64) float64 {
-		if len(lat) == 0 {
+	slices.Sort(took)
+	slices.Sort(watchLat)
+	pctOf := func(l []time.Duration, p float64) float64 {
+		if len(l) == 0 {
 			return 0
 		}
-		return lat[min(len(lat)-1, int(p*float64(len(lat))))].Seconds() * 1000
+		return l[min(len(l)-1, int(p*float64(len(l))))].Seconds() * 1000
 	}
+	pct := func(p float64) float64 { return pctOf(lat, p) }
 	res := map[string]any{
 		"services": *services, "endpoints": *endpoints, "setup_s": setupTook.Seconds(),
 		"initial_programming_s": initial.Seconds(), "rate": *rate, "changes": changes, "synced": len(lat), "missed": len(pending),
 		"p50_ms": pct(0.50), "p99_ms": pct(0.99), "max_ms": pct(1), "proxy_cpu_cores": (cpu1 - cpu0) / churnTook.Seconds(),
+		"churn_s": churnTook.Seconds(), "proxy_cpu_s": cpu1 - cpu0, "proxy_cpu_ms_per_change": (cpu1 - cpu0) * 1000 / float64(max(1, len(lat))),
+		"sync_p50_ms": pctOf(took, 0.5), "sync_p99_ms": pctOf(took, 0.99), "syncs": len(took),
+		"watch_p50_ms": pctOf(watchLat, 0.5), "watch_p99_ms": pctOf(watchLat, 0.99),
 		"proxy": map[bool]string{true: "kube-proxy " + *peer + " " + *peerArgs, false: "internal/agent/proxy"}[*peer != ""],
 	}
 	b, _ := json.Marshal(res)
