@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -86,7 +89,7 @@ func (c tally) add(code int, body string, err error) {
 	case err != nil:
 		c["error: "+err.Error()]++
 	case code != http.StatusOK:
-		c[fmt.Sprintf("HTTP %d", code)]++
+		c[fmt.Sprintf("HTTP %d %s", code, body)]++
 	default:
 		c[body]++
 	}
@@ -156,4 +159,91 @@ func (a *activeTimes) get(key string) time.Time {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.first[key]
+}
+
+// dump logs the namespace's workload state: Deployments, ReplicaSets, pods, the
+// Component's and the Release's status and the newest Events (for a failing step).
+func dump(t *testing.T, why string) {
+	t.Helper()
+	ctx := context.Background()
+	var b strings.Builder
+	fmt.Fprintf(&b, "--- state (%s) ---\n", why)
+	var deps appsv1.DeploymentList
+	_ = admin.List(ctx, &deps, client.InNamespace(ns))
+	for _, d := range deps.Items {
+		fmt.Fprintf(&b, "deployment %s gen %d/%d strategy %s replicas %d ready %d updated %d unavailable %d %s\n", d.Name, d.Status.ObservedGeneration,
+			d.Generation, d.Spec.Strategy.Type, d.Status.Replicas, d.Status.ReadyReplicas, d.Status.UpdatedReplicas, d.Status.UnavailableReplicas,
+			podTemplate(d.Spec.Template))
+	}
+	var rss appsv1.ReplicaSetList
+	_ = admin.List(ctx, &rss, client.InNamespace(ns))
+	for _, r := range rss.Items {
+		fmt.Fprintf(&b, "replicaset %s created %s replicas %d ready %d %s\n", r.Name, r.CreationTimestamp.Format(time.TimeOnly),
+			ptrOr(r.Spec.Replicas), r.Status.ReadyReplicas, podTemplate(r.Spec.Template))
+	}
+	var pods corev1.PodList
+	_ = admin.List(ctx, &pods, client.InNamespace(ns))
+	for _, p := range pods.Items {
+		ready, why := false, ""
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Waiting != nil {
+				why = cs.State.Waiting.Reason
+			}
+		}
+		fmt.Fprintf(&b, "pod %s track %s phase %s ready %v deleting %v ip %s %s %s\n", p.Name, p.Labels[v1alpha1.LabelTrack], p.Status.Phase, ready,
+			p.DeletionTimestamp != nil, p.Status.PodIP, why, p.Spec.Containers[0].Image)
+	}
+	var c v1alpha1.Component
+	if admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &c) == nil {
+		fmt.Fprintf(&b, "component web image %s annotations %v status %+v\n", c.Spec.Image, c.Annotations, c.Status)
+	}
+	var r v1alpha1.Release
+	if admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &r) == nil {
+		fmt.Fprintf(&b, "release web status %+v\n", r.Status)
+	}
+	var evs corev1.EventList
+	_ = admin.List(ctx, &evs, client.InNamespace(ns))
+	slices.SortFunc(evs.Items, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
+	if len(evs.Items) > 60 {
+		evs.Items = evs.Items[len(evs.Items)-60:]
+	}
+	for _, e := range evs.Items {
+		fmt.Fprintf(&b, "event %s %s/%s %s: %s\n", eventTime(e).Format(time.TimeOnly), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+	}
+	t.Log(b.String())
+}
+
+func podTemplate(p corev1.PodTemplateSpec) string {
+	if len(p.Spec.Containers) == 0 {
+		return ""
+	}
+	version := ""
+	for _, e := range p.Spec.Containers[0].Env {
+		if e.Name == "VERSION" {
+			version = e.Value
+		}
+	}
+	return fmt.Sprintf("image %s VERSION=%s track %s annotations %v", p.Spec.Containers[0].Image, version, p.Labels[v1alpha1.LabelTrack], p.Annotations)
+}
+
+func ptrOr(p *int32) int32 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
 }

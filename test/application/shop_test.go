@@ -56,6 +56,8 @@ spec:
   readinessProbe:
     httpGet: {path: /index.html, port: 8080}
     periodSeconds: 1
+    timeoutSeconds: 5
+    failureThreshold: 5
   uses:
   - {kind: Database, name: orders}
   - {kind: Cache, name: sessions}
@@ -322,10 +324,13 @@ func stepBroken(t *testing.T) {
 	before := len(get(t, &v1alpha1.Release{}, "web").Status.History)
 	var mu sync.Mutex
 	during := tally{}
+	var timeline []string // the answer each time it changes, with the time since the patch
 	stop := make(chan struct{})
 	done := make(chan struct{})
+	patched := time.Now()
 	go func() {
 		defer close(done)
+		last := ""
 		for {
 			select {
 			case <-stop:
@@ -334,7 +339,15 @@ func stepBroken(t *testing.T) {
 			}
 			code, body, err := fetch("/")
 			mu.Lock()
-			during.add(code, body, err)
+			one := tally{}
+			one.add(code, body, err)
+			for k := range one {
+				during[k]++
+				if k != last && len(timeline) < 40 {
+					timeline = append(timeline, fmt.Sprintf("+%s %s", time.Since(patched).Round(100*time.Millisecond), k))
+					last = k
+				}
+			}
 			mu.Unlock()
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -370,13 +383,18 @@ func stepBroken(t *testing.T) {
 		return errors.Join(notFound(&appsv1.Deployment{}, "web-canary"), notFound(&corev1.Service{}, "web-canary"))
 	})
 	mu.Lock()
-	t.Logf("  during the broken revision: %v", during)
-	if during["v2"] == 0 || during["v2"] != during.total() {
+	t.Logf("  during the broken revision: %v; answers over time: %v", during, timeline)
+	bad := during["v2"] == 0 || during["v2"] != during.total()
+	if bad {
 		t.Errorf("during the broken revision the gateway answered %v, want only v2", during)
 	}
 	mu.Unlock()
 	if c := sample(100); c["v2"] != 100 {
 		t.Errorf("after the rollback: 100 requests → %v, want all v2", c)
+		bad = true
+	}
+	if bad {
+		dump(t, "after the broken revision's rollback")
 	}
 }
 
