@@ -168,6 +168,10 @@ func TestWeights(t *testing.T) {
 		t.Fatalf("counts %v for weights blue 3, green 1", n)
 	}
 	t.Logf("counts %v", n)
+	// The Route's metrics count what it answered.
+	if got := counter(t, "kube_gateway_requests_total", map[string]string{"namespace": ns, "route": "split", "code": "2xx"}); got < total {
+		t.Errorf("kube_gateway_requests_total{route=split,code=2xx} = %v, want ≥ %d", got, total)
+	}
 	if a, _ := get("nobody.gw.test", "/"); a.code != http.StatusNotFound {
 		t.Errorf("unknown host: %d, want 404", a.code)
 	}
@@ -416,4 +420,28 @@ func TestAdmission(t *testing.T) {
 	expectInvalid(t, rt(nsB, "steal", "shop.gw.test"), "claimed by Route gw-tenant-a/shop of another tenant")
 	expectInvalid(t, rt(nsB, "steal-sub", "admin.shop.gw.test"), "claimed by Route gw-tenant-a/shop of another tenant")
 	createRoute(t, rt(nsB, "own", "b.gw.test"))
+}
+
+// counter reads one series of the gateway's metrics (0 when absent).
+func counter(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+					continue next
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
 }

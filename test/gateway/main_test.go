@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -41,6 +42,8 @@ var (
 	httpAddr  string // the gateway's HTTP address (127.0.0.1:port)
 	httpsAddr string
 	hostIP    string // where the backends listen
+	// metrics is the registry the agent's gateway registers its kube_gateway_* metrics in.
+	metrics = prometheus.NewRegistry()
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -100,7 +103,7 @@ func run(m *testing.M) int {
 		o.AgentResolvConf = filepath.Join(dir, "resolv.conf")
 		o.ClusterCIDR = podCIDR
 		o.NodeCIDRMaskSize = 24
-		o.AgentGateway = agent.GatewayOptions{Enabled: true, Address: "127.0.0.1", HTTPPort: hp, HTTPSPort: sp, AccessLog: true,
+		o.AgentGateway = agent.GatewayOptions{Enabled: true, Address: "127.0.0.1", HTTPPort: hp, HTTPSPort: sp, AccessLog: true, Registry: metrics,
 			Ready: func(h, s net.Addr) {
 				select {
 				case <-ready:
