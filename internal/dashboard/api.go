@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,26 +21,18 @@ import (
 // Group is the API group of the lifecycle-managed kinds the ops API reports on.
 const Group = "kubeos.dev"
 
-// ops reads one of the ops API's virtual resources (internal/ctl/opsapi) as the user. A
-// non-2xx answer becomes the API's Status as an error (apierrors.IsForbidden and the like
-// work on it).
-func (u *user) ops(ctx context.Context, namespace, resource, name string, params url.Values, out any) error {
+// getJSON GETs an API path as the user and decodes the JSON answer into out. A non-2xx
+// answer becomes the API's Status as an error (apierrors.IsForbidden and the like work on
+// it).
+func (u *user) getJSON(ctx context.Context, path string, params url.Values, gr schema.GroupResource, name string, out any) error {
 	c, err := rest.HTTPClientFor(u.cfg)
 	if err != nil {
 		return err
 	}
-	p := "/apis/" + opsapi.Group + "/" + opsapi.Version
-	if namespace != "" {
-		p += "/namespaces/" + url.PathEscape(namespace)
-	}
-	p += "/" + resource
-	if name != "" {
-		p += "/" + url.PathEscape(name)
-	}
 	if len(params) > 0 {
-		p += "?" + params.Encode()
+		path += "?" + params.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.cfg.Host+p, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.cfg.Host+path, nil)
 	if err != nil {
 		return err
 	}
@@ -49,21 +42,65 @@ func (u *user) ops(ctx context.Context, namespace, resource, name string, params
 		return err
 	}
 	defer res.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
-	if err != nil {
-		return err
-	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
+		raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 		var st metav1.Status
 		if json.Unmarshal(raw, &st) == nil && st.Kind == "Status" {
 			return &apierrors.StatusError{ErrStatus: st}
 		}
-		return apierrors.NewGenericServerResponse(res.StatusCode, http.MethodGet, schema.GroupResource{Group: opsapi.Group, Resource: resource}, name, string(raw), 0, false)
+		return apierrors.NewGenericServerResponse(res.StatusCode, http.MethodGet, gr, name, string(raw), 0, false)
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("decode %s: %w", resource, err)
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode %s: %w", gr.String(), err)
 	}
 	return nil
+}
+
+// listPage is one page (limit, continue) of a kind's list in namespace ("" all), in the
+// API's (name) order.
+func (u *user) listPage(ctx context.Context, k *kindInfo, namespace string, limit int, cont string) (*listPage, error) {
+	path := "/apis/" + k.GVR.Group + "/" + k.GVR.Version
+	if namespace != "" {
+		path += "/namespaces/" + url.PathEscape(namespace)
+	}
+	path += "/" + k.GVR.Resource
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if cont != "" {
+		q.Set("continue", cont)
+	}
+	var p listPage
+	return &p, u.getJSON(ctx, path, q, k.GVR.GroupResource(), "", &p)
+}
+
+// listRows reads every object of a kind in namespace ("" all) in chunks, as rows.
+func (u *user) listRows(ctx context.Context, k *kindInfo, namespace string) ([]row, error) {
+	var rows []row
+	cont := ""
+	for {
+		p, err := u.listPage(ctx, k, namespace, 2000, cont)
+		if err != nil {
+			return nil, err
+		}
+		for i := range p.Items {
+			rows = append(rows, rowOfItem(&p.Items[i]))
+		}
+		if cont = p.Metadata.Continue; cont == "" {
+			return rows, nil
+		}
+	}
+}
+
+// ops reads one of the ops API's virtual resources (internal/ctl/opsapi) as the user.
+func (u *user) ops(ctx context.Context, namespace, resource, name string, params url.Values, out any) error {
+	p := "/apis/" + opsapi.Group + "/" + opsapi.Version
+	if namespace != "" {
+		p += "/namespaces/" + url.PathEscape(namespace)
+	}
+	p += "/" + resource
+	if name != "" {
+		p += "/" + url.PathEscape(name)
+	}
+	return u.getJSON(ctx, p, params, schema.GroupResource{Group: opsapi.Group, Resource: resource}, name, out)
 }
 
 // health is the ops API's health list in namespace ("" all); kind narrows it to one kind.

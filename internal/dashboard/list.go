@@ -40,11 +40,47 @@ func rowOf(o *unstructured.Unstructured) row {
 		}
 		r.Conditions = append(r.Conditions, cond)
 	}
+	return finish(r)
+}
+
+// finish fills what rowOf and rowOfMeta derive the same way.
+func finish(r row) row {
 	r.Ready, r.Reason, r.Message = summarize(r.Conditions)
-	if r.Deleting && r.Phase == "" {
-		r.Phase = "Deleting"
+	switch {
+	case r.Deleting:
+		r.Phase = "Deleting" // as kube ctl shows it, whatever phase the engine last wrote
+	case r.Phase == "":
+		r.Phase = "Pending" // the engine has not written one yet (kube ctl's reading too)
 	}
 	return r
+}
+
+// listItem is the part of a lifecycle-managed object a list row needs: decoding only this
+// (not spec, not managedFields into maps) makes reading a whole kind several times cheaper.
+type listItem struct {
+	Metadata struct {
+		Name              string       `json:"name"`
+		Namespace         string       `json:"namespace"`
+		CreationTimestamp metav1.Time  `json:"creationTimestamp"`
+		DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+	} `json:"metadata"`
+	Status struct {
+		Phase      string             `json:"phase"`
+		Conditions []metav1.Condition `json:"conditions"`
+	} `json:"status"`
+}
+
+// listPage is one page of a list as the API sends it.
+type listPage struct {
+	Metadata struct {
+		Continue string `json:"continue"`
+	} `json:"metadata"`
+	Items []listItem `json:"items"`
+}
+
+func rowOfItem(it *listItem) row {
+	return finish(row{Namespace: it.Metadata.Namespace, Name: it.Metadata.Name, Created: it.Metadata.CreationTimestamp.Time,
+		Deleting: it.Metadata.DeletionTimestamp != nil, Phase: it.Status.Phase, Conditions: it.Status.Conditions})
 }
 
 // summarize picks what a list shows of the conditions: Ready's status, and the reason and

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -72,6 +73,20 @@ func TestSummarize(t *testing.T) {
 		if got := r + "/" + re + "/" + m; got != tt.want {
 			t.Errorf("%v: got %s, want %s", tt.conds, got, tt.want)
 		}
+	}
+}
+
+func TestRowOfItem(t *testing.T) {
+	var p listPage
+	raw := `{"metadata":{"continue":"c1"},"items":[{"metadata":{"name":"a","namespace":"ns","creationTimestamp":"2026-01-01T00:00:00Z","managedFields":[{"manager":"x"}]},
+	  "spec":{"type":"password"},"status":{"phase":"Failed","conditions":[{"type":"Stalled","status":"True","reason":"SecretConflict","message":"m","lastTransitionTime":"2026-01-01T00:00:00Z"},{"type":"Ready","status":"False","reason":"SecretConflict","lastTransitionTime":"2026-01-01T00:00:00Z"}]}},
+	  {"metadata":{"name":"b","namespace":"ns","creationTimestamp":"2026-01-01T00:00:00Z"}}]}`
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		t.Fatal(err)
+	}
+	a, b := rowOfItem(&p.Items[0]), rowOfItem(&p.Items[1])
+	if p.Metadata.Continue != "c1" || a.Phase != "Failed" || a.Ready != "False" || a.Reason != "SecretConflict" || a.Message != "m" || b.Phase != "Pending" || b.Ready != "" {
+		t.Errorf("rowOfItem: %+v %+v (continue %q)", a, b, p.Metadata.Continue)
 	}
 }
 

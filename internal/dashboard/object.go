@@ -142,7 +142,7 @@ func (d *Dashboard) objectPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	blockerID := ""
-	if depErr == nil {
+	if depErr == nil && obj.GetDeletionTimestamp() == nil { // a deleting object gets why-stuck instead
 		path := ctl.Blame(deps)
 		if len(path) > 0 && (len(path) > 1 || notReady(path[0])) {
 			blockerID = path[len(path)-1].ID

@@ -11,7 +11,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"kubeos.dev/kube/internal/ctl"
 	"kubeos.dev/kube/internal/ctl/opsapi"
@@ -105,7 +104,7 @@ func phaseClass(p string) string {
 		return "ph-failed"
 	case "Deleting":
 		return "ph-deleting"
-	case "Pending", "Provisioning", "Reconciling", "Updating":
+	case "Pending", "Reconciling":
 		return "ph-working"
 	case "":
 		return "ph-none"
@@ -160,6 +159,9 @@ func healthRowOf(k opsapi.KindHealth, ns string) healthRow {
 }
 
 // --- kind list ---
+
+// phaseOptions are the lifecycle phases (pkg/lifecycle) a list can be filtered by.
+var phaseOptions = []string{"Pending", "Reconciling", "Active", "Failed", "Deleting"}
 
 type kindData struct {
 	Kind, Resource, Namespace string
@@ -243,7 +245,7 @@ func (d *Dashboard) kindPage(w http.ResponseWriter, r *http.Request) {
 		lq.Page = n
 	}
 	data := kindData{Kind: k.Kind, Resource: k.Resource, Namespace: ns, Namespaced: k.Namespaced, Total: kh.Total, Query: lq,
-		PhaseOptions: []string{"Pending", "Provisioning", "Active", "Updating", "Reconciling", "Failed", "Deleting"}}
+		PhaseOptions: phaseOptions}
 	for _, pc := range healthRowOf(*kh, ns).Phases {
 		data.Phases = append(data.Phases, pc)
 	}
@@ -279,34 +281,22 @@ func (d *Dashboard) kindPage(w http.ResponseWriter, r *http.Request) {
 		v := url.Values{"sort": {key}}
 		data.Sorts = append(data.Sorts, sortLink{Key: s, Label: s, Link: link(v), Active: cur == s})
 	}
-	dc, err := u.dynamic()
-	if err != nil {
-		d.apiError(w, r, u, err)
-		return
-	}
-	ri := dc.Resource(k.GVR)
-	lister := func(opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-		if ns != "" {
-			return ri.Namespace(ns).List(ctx, opts)
-		}
-		return ri.List(ctx, opts)
-	}
 	var rows []row
 	if lq.simple() {
 		// The API's order is the name's: page through it with continue tokens.
 		data.SimplePaging = true
-		l, err := lister(metav1.ListOptions{Limit: int64(lq.Size), Continue: q.Get("continue")})
+		l, err := u.listPage(ctx, k, ns, lq.Size, q.Get("continue"))
 		if err != nil {
 			d.apiError(w, r, u, err)
 			return
 		}
 		for i := range l.Items {
-			rows = append(rows, rowOf(&l.Items[i]))
+			rows = append(rows, rowOfItem(&l.Items[i]))
 		}
 		data.Matched = -1
 		data.From = lq.Page*lq.Size + 1
 		data.To = lq.Page*lq.Size + len(rows)
-		if c := l.GetContinue(); c != "" {
+		if c := l.Metadata.Continue; c != "" {
 			data.Next = link(url.Values{"continue": {c}, "page": {strconv.Itoa(lq.Page + 1)}})
 		}
 		if lq.Page > 0 {
@@ -314,20 +304,10 @@ func (d *Dashboard) kindPage(w http.ResponseWriter, r *http.Request) {
 		}
 	} else {
 		// Filtered or sorted otherwise: read the kind in chunks, keep what matches.
-		var all []row
-		cont := ""
-		for {
-			l, err := lister(metav1.ListOptions{Limit: 1000, Continue: cont})
-			if err != nil {
-				d.apiError(w, r, u, err)
-				return
-			}
-			for i := range l.Items {
-				all = append(all, rowOf(&l.Items[i]))
-			}
-			if cont = l.GetContinue(); cont == "" {
-				break
-			}
+		all, err := u.listRows(ctx, k, ns)
+		if err != nil {
+			d.apiError(w, r, u, err)
+			return
 		}
 		var total int
 		rows, total = selectRows(all, lq)

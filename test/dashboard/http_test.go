@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,10 +14,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"kubeos.dev/kube/internal/ctl/opsapi"
 	"kubeos.dev/kube/internal/dashboard"
+	"kubeos.dev/kube/internal/server/servertest"
 )
 
 func TestNoCredentialsGoToLogin(t *testing.T) {
@@ -343,6 +348,13 @@ func TestObjectShowsBlockerAndWhyStuck(t *testing.T) {
 	if !strings.Contains(page, `id="why-stuck"`) || !strings.Contains(page, "example.com/hold") || !strings.Contains(page, "Deletion timeout") {
 		t.Errorf("held's page lacks why-stuck's answer:\n%s", page)
 	}
+	if !strings.Contains(page, `id="phase">Deleting<`) || strings.Contains(page, `id="why"`) || strings.Contains(page, `id="action-delete"`) {
+		t.Errorf("held's page: want phase Deleting, no why-not-Active, no delete button:\n%s", page)
+	}
+	res, page := b.get(t, "/ui/kinds/credentials?ns=shop&phase=Deleting")
+	if res.StatusCode != http.StatusOK || !strings.Contains(page, `data-name="held"`) || strings.Contains(page, `data-name="app"`) {
+		t.Errorf("phase=Deleting: %d\n%s", res.StatusCode, page)
+	}
 }
 
 // TestStreamSendsChangesAndStopsOn401 reads the SSE stream as a client would.
@@ -422,5 +434,81 @@ func TestStreamSendsChangesAndStopsOn401(t *testing.T) {
 	}
 	if code != http.StatusUnauthorized {
 		t.Fatalf("the stream of a deleted service account's session: %d, want 401", code)
+	}
+}
+
+// TestClientCertificate logs in with nothing but a client certificate the server trusts.
+func TestClientCertificate(t *testing.T) {
+	setup(t)
+	ctx := context.Background()
+	if _, err := cs.RbacV1().RoleBindings("shop").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "cert-editor"},
+		Subjects: []rbacv1.Subject{{Kind: "User", Name: "cert-editor"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := srv.Inner().LoopbackConfig("cert-editor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	b.c.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: caPool, Certificates: []tls.Certificate{cert}}}
+	var page string
+	servertest.Eventually(t, 30*time.Second, 200*time.Millisecond, func() error { // RBAC snapshot
+		var res *http.Response
+		res, page = b.get(t, "/ui/?ns=shop")
+		if res.StatusCode != http.StatusOK || !strings.Contains(page, `data-kind="Credential"`) {
+			return fmt.Errorf("health in shop with a client certificate: %d", res.StatusCode)
+		}
+		return nil
+	})
+	if !strings.Contains(page, `class="who">cert-editor<`) {
+		t.Errorf("the page does not name the certificate's user:\n%s", page)
+	}
+	res, page := b.get(t, "/ui/objects/credentials/shop/consumer")
+	if res.StatusCode != http.StatusOK || !strings.Contains(page, `id="action-reconcile"`) {
+		t.Fatalf("editor's object page: %d\n%s", res.StatusCode, page)
+	}
+	form := url.Values{"csrf": {csrfOf(t, page)}, "action": {"reconcile"}, "resource": {"credentials"}, "namespace": {"shop"}, "name": {"consumer"}}
+	if res, body := b.do(t, http.MethodPost, "/ui/actions", form, srv.URL); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("editor's reconcile: %d\n%s", res.StatusCode, body)
+	}
+	o, err := dyn.Resource(gvr("credentials")).Namespace("shop").Get(ctx, "consumer", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := o.GetAnnotations()[dashboard.ReconcileAnnotation]; !ok {
+		t.Errorf("the reconcile annotation is missing")
+	}
+	// The write is audited as the certificate's user: the dashboard has no identity.
+	servertest.Eventually(t, 30*time.Second, 200*time.Millisecond, func() error {
+		raw, err := cs.Discovery().RESTClient().Get().AbsPath("/apis/ops.kubeos.dev/v1alpha1/namespaces/shop/auditevents").
+			Param("uid", string(o.GetUID())).Do(ctx).Raw()
+		if err != nil {
+			return err
+		}
+		var l opsapi.AuditList
+		if err := json.Unmarshal(raw, &l); err != nil {
+			return err
+		}
+		for _, ev := range l.Items {
+			if ev.Verb == "patch" && ev.User.Username == "cert-editor" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no patch by cert-editor in the audit entries of consumer (%d entries)", len(l.Items))
+	})
+	// A certificate's CSRF token is not a session's, and the reverse.
+	other := newBrowser(t)
+	other.login(t, adminToken)
+	if res, _ := other.do(t, http.MethodPost, "/ui/actions", form, srv.URL); res.StatusCode != http.StatusForbidden {
+		t.Errorf("the certificate's CSRF token in a token session: %d, want 403", res.StatusCode)
+	}
+	// A login posted from another site is refused (login CSRF).
+	if res, _ := newBrowser(t).do(t, http.MethodPost, "/ui/login", url.Values{"token": {adminToken}}, "https://evil.example"); res.StatusCode != http.StatusForbidden {
+		t.Errorf("a cross-site login: %d, want 403", res.StatusCode)
 	}
 }

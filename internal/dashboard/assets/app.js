@@ -105,5 +105,10 @@
       });
   }
 
-  connect();
+  // Live updates start once the page is shown: the first paint does not wait on the stream.
+  if (document.readyState === 'complete') {
+    setTimeout(connect, 0);
+  } else {
+    window.addEventListener('load', function () { setTimeout(connect, 0); });
+  }
 })();
