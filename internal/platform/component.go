@@ -2,10 +2,15 @@ package platform
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -30,7 +35,9 @@ import (
 // keys, Volumes' claims, the Application that claims it), builds the objects it wants
 // (buildComponent, pure), and compares each with the live one by a server-side apply dry
 // run (so fields defaulted by the server or owned by other managers — an HPA's replicas —
-// never count as drift). Writes are server-side applies with field manager
+// never count as drift); a pair found equal is remembered by its signature (the desired
+// body, the live object's generation or resourceVersion, labels and owner references), so
+// the passes an owned object's status updates bring skip the dry run. Writes are server-side applies with field manager
 // componentFieldManager; owned objects no longer wanted (another workload kind, a Service
 // after exposes went empty, an HPA after autoscaling went) are deleted.
 //
@@ -68,7 +75,13 @@ func componentDependencies(c *v1alpha1.Component) []lifecycle.Ref {
 	return out
 }
 
-type componentDriver struct{ o Options }
+type componentDriver struct {
+	o Options
+	// verified remembers, per Component UID and kind, the signature (componentSignature)
+	// of the last desired/live pair a dry run found equal: while neither side moves, a pass
+	// skips the dry run (an owned object's status updates do not count as moving).
+	verified sync.Map
+}
 
 var _ lifecycle.Driver[*v1alpha1.Component] = (*componentDriver)(nil)
 
@@ -241,6 +254,22 @@ func (d *componentDriver) compare(ctx context.Context, want, live *unstructured.
 	return !same, false, nil
 }
 
+// componentSignature identifies a desired object and the version of its live one: the
+// generation of a workload (which moves with its spec, not its status), else the
+// resourceVersion; with the live labels and owner references, which move neither.
+func componentSignature(want, live *unstructured.Unstructured) string {
+	h := sha256.New()
+	body, _ := json.Marshal(want.Object)
+	h.Write(body)
+	version := live.GetResourceVersion()
+	if _, workload := componentWorkloadTypes[live.GetKind()]; workload && live.GetGeneration() > 0 {
+		version = strconv.FormatInt(live.GetGeneration(), 10)
+	}
+	meta, _ := json.Marshal([]any{version, live.GetLabels(), live.GetOwnerReferences()})
+	h.Write(meta)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // componentPlan is one pass's reading of a Component: desired objects against live ones.
 type componentPlan struct {
 	want    componentObjects
@@ -286,8 +315,14 @@ func (d *componentDriver) plan(ctx context.Context, c *v1alpha1.Component, compa
 					Reason: "NameConflict"}, nil
 			}
 			if compare {
-				if st.differs, st.immutable, err = d.compare(ctx, u, live); err != nil {
-					return nil, nil, err
+				key, sig := string(c.UID)+"/"+u.GetKind(), componentSignature(u, live)
+				if v, ok := d.verified.Load(key); !ok || v != sig {
+					if st.differs, st.immutable, err = d.compare(ctx, u, live); err != nil {
+						return nil, nil, err
+					}
+					if !st.differs {
+						d.verified.Store(key, sig)
+					}
 				}
 			}
 			if obj == want.Workload {
@@ -504,6 +539,11 @@ func (d *componentDriver) Deprovision(ctx context.Context, c *v1alpha1.Component
 			waiting = append(waiting, gvk.Kind+" "+c.Name)
 		}
 	}
+	for kind := range componentWorkloadTypes {
+		d.verified.Delete(string(c.UID) + "/" + kind)
+	}
+	d.verified.Delete(string(c.UID) + "/Service")
+	d.verified.Delete(string(c.UID) + "/HorizontalPodAutoscaler")
 	if len(waiting) > 0 {
 		return lifecycle.Outcome{Phase: lifecycle.PhaseReconciling, Reason: "WaitingForPods",
 			Message: "waiting for the pods of " + strings.Join(waiting, ", ") + " to stop", RequeueAfter: 2 * time.Second}, nil
