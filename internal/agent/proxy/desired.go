@@ -237,6 +237,7 @@ func newDesired() *desired {
 type portCache struct {
 	ports map[k8sproxy.ServicePortName]cachedPort
 	d     *desired
+	order []k8sproxy.ServicePortName // ports sorted by name; nil when ports came or went
 	// refs count the parts holding an address (several ports share a ClusterIP; several
 	// Services an endpoint).
 	hairpinRefs, clusterIPRefs map[netip.Addr]int
@@ -269,11 +270,10 @@ func buildDesiredCached(svcs k8sproxy.ServicePortMap, eps k8sproxy.EndpointsMap,
 		if _, ok := svcs[name]; !ok {
 			cache.unmerge(c.part)
 			delete(cache.ports, name)
+			cache.order = nil
 		}
 	}
-	names := make([]k8sproxy.ServicePortName, 0, len(svcs))
 	for name, svc := range svcs {
-		names = append(names, name)
 		list := eps[name]
 		c, ok := cache.ports[name]
 		if ok && c.svc == svc && sameEndpoints(c.eps, list) {
@@ -281,15 +281,25 @@ func buildDesiredCached(svcs k8sproxy.ServicePortMap, eps k8sproxy.EndpointsMap,
 		}
 		if ok {
 			cache.unmerge(c.part)
+		} else {
+			cache.order = nil
 		}
 		c = cachedPort{svc: svc, eps: list, part: buildPort(name, svc, list, node, o)}
 		cache.ports[name] = c
 		cache.merge(c.part)
 	}
-	sort.Slice(names, func(i, j int) bool { return names[i].String() < names[j].String() })
+	if cache.order == nil {
+		// The report's order (by name), computed again only when ports come or go.
+		keys := make(map[k8sproxy.ServicePortName]string, len(svcs))
+		for name := range svcs {
+			cache.order = append(cache.order, name)
+			keys[name] = name.String()
+		}
+		sort.Slice(cache.order, func(i, j int) bool { return keys[cache.order[i]] < keys[cache.order[j]] })
+	}
 	d := cache.d
 	d.report = d.report[:0]
-	for _, name := range names {
+	for _, name := range cache.order {
 		d.report = append(d.report, cache.ports[name].part.report...)
 	}
 	return d
