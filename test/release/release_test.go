@@ -282,3 +282,56 @@ func TestReleaseValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestCanaryAnalysis: the analysis window passes while its Alert is quiet; once a named
+// Alert fires, the Release rolls back by itself.
+func TestCanaryAnalysis(t *testing.T) {
+	apply(t, component("search", "example.com/search:1", 2))
+	waitComponentActive(t, "search")
+	apply(t, `apiVersion: kubeos.dev/v1alpha1
+kind: Alert
+metadata: {name: search-quiet}
+spec: {expr: 'vector(0) > 1'}
+---
+apiVersion: kubeos.dev/v1alpha1
+kind: Alert
+metadata: {name: search-errors}
+spec: {expr: 'vector(1)'}
+`)
+	eventually(t, 90*time.Second, func() error {
+		if a := get(t, &v1alpha1.Alert{}, "search-errors"); a.Status.State != v1alpha1.AlertFiring {
+			return fmt.Errorf("alert search-errors state %q", a.Status.State)
+		}
+		return nil
+	})
+	release := `apiVersion: kubeos.dev/v1alpha1
+kind: Release
+metadata: {name: search}
+spec:
+  component: search
+  image: example.com/search:2
+  strategy:
+    type: Canary
+    steps: [{setWeight: 50}, {pause: {}}]
+    analysis: {alerts: [%s], duration: 3s}
+`
+	apply(t, fmt.Sprintf(release, "search-quiet"))
+	eventually(t, 90*time.Second, func() error {
+		r := get(t, &v1alpha1.Release{}, "search")
+		if r.Status.ReleasePhase != v1alpha1.ReleasePaused {
+			return fmt.Errorf("release %+v", r.Status)
+		}
+		return hasAll(eventReasons(t, "search"), "Analysis", "Paused")
+	})
+	apply(t, fmt.Sprintf(release, "search-quiet, search-errors"))
+	eventually(t, 60*time.Second, func() error {
+		r := get(t, &v1alpha1.Release{}, "search")
+		if r.Status.ReleasePhase != v1alpha1.ReleaseRolledBack || !strings.Contains(r.Status.History[0].Message, "Alert search-errors is firing") {
+			return fmt.Errorf("release %+v", r.Status)
+		}
+		return notFound(t, &appsv1.Deployment{}, "search-canary")
+	})
+	if c := get(t, &v1alpha1.Component{}, "search"); c.Spec.Image != "example.com/search:1" {
+		t.Fatalf("component image %s", c.Spec.Image)
+	}
+}
