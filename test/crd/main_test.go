@@ -31,6 +31,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "start kube server:", err)
 		os.Exit(1)
 	}
+	if err := createUnservedMigration(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	srv.Stop()
 	os.RemoveAll(dir)

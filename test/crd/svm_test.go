@@ -98,18 +98,31 @@ func TestStorageVersionMigration(t *testing.T) {
 		return nil
 	})
 
-	// A resource nobody serves fails (after upstream's one-minute grace for discovery).
-	if testing.Short() {
-		return
-	}
-	if _, err := svms.Create(ctx, &svmv1.StorageVersionMigration{ObjectMeta: metav1.ObjectMeta{Name: "nothing"},
-		Spec: svmv1.StorageVersionMigrationSpec{Resource: metav1.GroupResource{Group: "nothing.example.com", Resource: "things"}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	failed := waitMigration(t, ctx, kc, "nothing", svmv1.MigrationFailed)
+	// A resource nobody serves fails after upstream's one-minute grace for discovery; the
+	// migration was created when the package started (createUnservedMigration), so the
+	// grace passed while the other tests ran.
+	failed := waitMigration(t, ctx, kc, unservedMigration, svmv1.MigrationFailed)
 	if c := meta.FindStatusCondition(failed.Status.Conditions, string(svmv1.MigrationFailed)); !strings.Contains(c.Message, "discovery") {
 		t.Errorf("Failed message %q", c.Message)
 	}
+}
+
+const unservedMigration = "nothing"
+
+// createUnservedMigration creates a StorageVersionMigration of a resource nobody serves.
+func createUnservedMigration() error {
+	cfg, err := srv.Config()
+	if err != nil {
+		return err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = kc.StoragemigrationV1().StorageVersionMigrations().Create(context.Background(), &svmv1.StorageVersionMigration{
+		ObjectMeta: metav1.ObjectMeta{Name: unservedMigration},
+		Spec:       svmv1.StorageVersionMigrationSpec{Resource: metav1.GroupResource{Group: "nothing.example.com", Resource: "things"}}}, metav1.CreateOptions{})
+	return err
 }
 
 func waitMigration(t *testing.T, ctx context.Context, kc kubernetes.Interface, name string, cond svmv1.MigrationConditionType) *svmv1.StorageVersionMigration {
