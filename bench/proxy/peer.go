@@ -5,6 +5,7 @@ import (
 	"net"
 	"os/exec"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/google/nftables"
@@ -61,14 +62,50 @@ func watchPeer(events chan<- proxy.SyncEvent) error {
 	if err != nil {
 		return err
 	}
+	// A connection of its own for the monitor (a monitor's connection answers nothing else).
+	mc, err := nftables.New()
+	if err != nil {
+		return err
+	}
 	mon := nftables.NewMonitor(nftables.WithMonitorObject(nftables.MonitorObjectChains), nftables.WithMonitorEventBuffer(1<<16))
-	ch, err := c.AddMonitor(mon)
+	ch, err := mc.AddMonitor(mon)
 	if err != nil {
 		return fmt.Errorf("nftables monitor: %w", err)
 	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	initial := true
+	// The initial programming is one big transaction whose notifications overflow the
+	// monitor's socket: its service chains are polled instead.
 	go func() {
-		seen := map[string]bool{}
-		initial := true
+		for {
+			time.Sleep(100 * time.Millisecond)
+			chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
+			if err != nil {
+				continue
+			}
+			now := time.Now()
+			mu.Lock()
+			for _, ch := range chains {
+				if ch.Table.Name != peerTable {
+					continue
+				}
+				if m := serviceChain.FindStringSubmatch(ch.Name); m != nil && !seen[m[1]] {
+					seen[m[1]] = true
+					events <- proxy.SyncEvent{At: now, Services: []string{ns + "/" + m[1]}}
+				}
+			}
+			done := len(seen) >= peerServices
+			if done {
+				initial = false
+			}
+			mu.Unlock()
+			if done {
+				return
+			}
+		}
+	}()
+	go func() {
 		for ev := range ch {
 			now := time.Now()
 			if ev.Type != nftables.MonitorEventTypeNewChain {
@@ -78,17 +115,11 @@ func watchPeer(events chan<- proxy.SyncEvent) error {
 			if !ok || chain.Table == nil || chain.Table.Name != peerTable || chain.Table.Family != nftables.TableFamilyIPv4 {
 				continue
 			}
-			if m := serviceChain.FindStringSubmatch(chain.Name); m != nil && !seen[m[1]] {
-				seen[m[1]] = true
-				events <- proxy.SyncEvent{At: now, Services: []string{ns + "/" + m[1]}}
-				continue
-			}
+			mu.Lock()
 			if m := endpointChain.FindStringSubmatch(chain.Name); m != nil && !initial {
 				events <- proxy.SyncEvent{At: now, Services: []string{ns + "/" + m[1]}}
 			}
-			if initial {
-				initial = len(seen) < peerServices
-			}
+			mu.Unlock()
 		}
 	}()
 	return nil
