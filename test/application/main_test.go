@@ -100,19 +100,14 @@ func run(m *testing.M) (code int) {
 		fmt.Fprintln(os.Stderr, "application:", err)
 		return 1
 	}
-	kubeBin, err := servertest.KubeBinary()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "application: kube binary:", err)
-		return 1
-	}
 	// kubectl finds the plugin on PATH: kubectl-kube is the kube binary under that name.
 	binDir := filepath.Join(dir, "bin")
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := os.Symlink(kubeBin, filepath.Join(binDir, "kubectl-kube")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	if err := kubePlugin(filepath.Join(binDir, "kubectl-kube")); err != nil {
+		fmt.Fprintln(os.Stderr, "application: kube binary:", err)
 		return 1
 	}
 	os.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -349,6 +344,21 @@ func unmountUnder(root string) {
 	for i := len(mounts) - 1; i >= 0; i-- {
 		_ = exec.Command("umount", "-l", mounts[i]).Run()
 	}
+}
+
+// kubePlugin puts the kube binary at path: servertest's cached one, or (when the sources
+// changed between its two go runs, as they do while others edit the checkout) one built
+// here.
+func kubePlugin(path string) error {
+	bin, err := servertest.KubeBinary()
+	if err == nil {
+		return os.Symlink(bin, path)
+	}
+	fmt.Fprintln(os.Stderr, "application: servertest.KubeBinary:", err, "- building it")
+	if out, err := exec.Command("go", "build", "-o", path, "kubeos.dev/kube/cmd/kube").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build kubeos.dev/kube/cmd/kube: %v\n%s", err, out)
+	}
+	return nil
 }
 
 func freePort() (int, error) {
