@@ -410,15 +410,24 @@ func TestAdmission(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = xc.KubeosV1alpha1().Tenants().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	}
-	nsA, nsB := namespace(t, "gw-tenant-a", "gwa"), namespace(t, "gw-tenant-b", "gwb")
+	// The Tenants' own namespaces (a Tenant deletes other namespaces labelled with it).
+	nsA, nsB := "gwa-dev", "gwb-dev"
+	servertest.Eventually(t, time.Minute, 200*time.Millisecond, func() error {
+		for _, n := range []string{nsA, nsB} {
+			if _, err := cs.CoreV1().Namespaces().Get(ctx, n, metav1.GetOptions{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	rt := func(ns, name string, hosts ...string) *v1alpha1.Route {
 		return &v1alpha1.Route{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: v1alpha1.RouteSpec{Hostnames: hosts, Rules: []v1alpha1.RouteRule{{Backends: []v1alpha1.RouteBackend{{Component: "web", Port: 8080}}}}}}
 	}
 	expectInvalid(t, rt(nsA, "outside", "evil.gw.test"), "is not among tenant gwa's route hostnames")
 	createRoute(t, rt(nsA, "shop", "shop.gw.test", "*.shop.gw.test"))
-	expectInvalid(t, rt(nsB, "steal", "shop.gw.test"), "claimed by Route gw-tenant-a/shop of another tenant")
-	expectInvalid(t, rt(nsB, "steal-sub", "admin.shop.gw.test"), "claimed by Route gw-tenant-a/shop of another tenant")
+	expectInvalid(t, rt(nsB, "steal", "shop.gw.test"), "claimed by Route gwa-dev/shop of another tenant")
+	expectInvalid(t, rt(nsB, "steal-sub", "admin.shop.gw.test"), "claimed by Route gwa-dev/shop of another tenant")
 	createRoute(t, rt(nsB, "own", "b.gw.test"))
 }
 

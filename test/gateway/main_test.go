@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 
 	"kubeos.dev/kube/internal/agent"
 	"kubeos.dev/kube/internal/agent/images"
+	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 	"kubeos.dev/kube/internal/rbac"
 	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
@@ -116,7 +118,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "start kube server:", err)
 		return 1
 	}
-	defer srv.Stop()
+	// Whatever the pods left goes once the server (and its agent) stopped, pass or fail.
+	defer func() {
+		srv.Stop()
+		removeSandboxes(filepath.Join(dir, "agent"))
+		unmountUnder(dir)
+	}()
 	httpAddr, httpsAddr = fmt.Sprintf("127.0.0.1:%d", hp), fmt.Sprintf("127.0.0.1:%d", sp)
 	cfg, err := srv.Config()
 	if err != nil {
@@ -201,4 +208,50 @@ func writeBusybox(path string) error {
 		}
 	}
 	return images.WriteOCIFile(path, busyboxImage, "amd64", images.Config{Env: []string{"PATH=/bin"}, Cmd: []string{"sh"}}, files)
+}
+
+// removeSandboxes stops and removes every sandbox of the agent whose data directory is
+// dataDir, through its containerd (started here from the agent's configuration when the
+// agent stopped it).
+func removeSandboxes(dataDir string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	layout := agentruntime.Layout{Dir: filepath.Join(dataDir, "containerd")}
+	if agentruntime.Ping(ctx, layout.Endpoint()) != nil {
+		if _, err := os.Stat(layout.ConfigFile()); err != nil {
+			return
+		}
+		cmd := exec.Command("containerd", "--config", layout.ConfigFile())
+		cmd.Env = append(os.Environ(), "HTTP_PROXY=http://127.0.0.1:9", "HTTPS_PROXY=http://127.0.0.1:9")
+		if err := cmd.Start(); err != nil {
+			return
+		}
+		defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+		if agentruntime.WaitReady(ctx, layout.Endpoint(), 30*time.Second) != nil {
+			return
+		}
+	}
+	cri, err := agentruntime.Connect(ctx, layout.Endpoint())
+	if err != nil {
+		return
+	}
+	sbs, _ := cri.Runtime.ListPodSandbox(ctx, nil)
+	for _, sb := range sbs {
+		_ = cri.Runtime.StopPodSandbox(ctx, sb.Id)
+		_ = cri.Runtime.RemovePodSandbox(ctx, sb.Id)
+	}
+}
+
+// unmountUnder lazily unmounts whatever is still mounted below root.
+func unmountUnder(root string) {
+	b, _ := os.ReadFile("/proc/mounts")
+	var mounts []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && strings.HasPrefix(f[1], root+"/") {
+			mounts = append(mounts, f[1])
+		}
+	}
+	for i := len(mounts) - 1; i >= 0; i-- {
+		_ = exec.Command("umount", "-l", mounts[i]).Run()
+	}
 }
