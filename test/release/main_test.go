@@ -193,5 +193,3 @@ func get[T client.Object](t *testing.T, obj T, name string) T {
 	}
 	return obj
 }
-
-
