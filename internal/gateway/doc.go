@@ -25,6 +25,9 @@
 //     atomically on every change, so a reload drops no connection; each request is logged
 //     (slog) and counted per Route in Prometheus metrics (kube_gateway_*).
 //
+// A hostname whose status says Accepted=False (the tenant's allowed hostnames changed after
+// the Route was admitted) is not served.
+//
 // Answers: no Route for the host or no matching rule → 404; a backend whose Service does
 // not exist → 500 (Gateway API's answer for an unresolved backend); no ready endpoint →
 // 503; the upstream unreachable after the retries → 502; the rule's timeout → 504.

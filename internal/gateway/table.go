@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 )
@@ -175,6 +176,10 @@ func Compile(in Input) *Table {
 			}
 		}
 		for _, h := range r.Spec.Hostnames {
+			if refused(r, h) {
+				t.Problems = append(t.Problems, fmt.Sprintf("route %s: hostname %s not Accepted", key, h))
+				continue
+			}
 			h = strings.ToLower(strings.TrimSuffix(h, "."))
 			if suffix, ok := strings.CutPrefix(h, "*"); ok {
 				t.wild[suffix] = append(t.wild[suffix], es...)
@@ -432,4 +437,20 @@ func before(a, b *entry) bool {
 		return a.ruleIdx < b.ruleIdx
 	}
 	return a.matchIx < b.matchIx
+}
+
+// refused reports whether the Route's status says a hostname is not Accepted (the tenant's
+// allowed hostnames changed after the Route was admitted): it is not served.
+func refused(r *v1alpha1.Route, h string) bool {
+	for _, hs := range r.Status.Hostnames {
+		if hs.Hostname != h {
+			continue
+		}
+		for _, c := range hs.Conditions {
+			if c.Type == "Accepted" && c.Status == metav1.ConditionFalse {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -205,6 +205,19 @@ func TestPrecedence(t *testing.T) {
 	}
 }
 
+func TestNotAcceptedHostnameNotServed(t *testing.T) {
+	r := route("ns", "r", 1, []string{"ok.test", "refused.test"}, to("v1"))
+	r.Status.Hostnames = []v1alpha1.RouteHostnameStatus{{Hostname: "refused.test",
+		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionFalse, Reason: "NotAllowedByListeners"}}}}
+	tb := Compile(Input{Routes: []*v1alpha1.Route{r}, Services: svcs("ns", "v1")})
+	if got := routeOf(t, tb, req{host: "ok.test", path: "/"}); got != "ns/v1" {
+		t.Errorf("ok.test: %q", got)
+	}
+	if got := routeOf(t, tb, req{host: "refused.test", path: "/"}); got != "" {
+		t.Errorf("refused.test reached %q, want 404", got)
+	}
+}
+
 func TestCompileProblems(t *testing.T) {
 	tb := Compile(Input{Routes: []*v1alpha1.Route{route("ns", "bad", 1, []string{"a.test"}, to("v1", regex("(")), to("v1", prefix("nope")))}})
 	if len(tb.Problems) != 2 {
