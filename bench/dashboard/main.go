@@ -244,6 +244,8 @@ func paint(objects, clients, runs int, chromium string) error {
 		"paged (name order, API continue tokens)":   "/ui/kinds/credentials?ns=bench",
 		"page 3 (continue token)":                   "",
 		"filtered and sorted (phase=Pending, -age)": "/ui/kinds/credentials?ns=bench&phase=Pending&sort=-age",
+		// The browser's own floor on this machine: a page with no data at all.
+		"baseline: login page (no data)": "/ui/login",
 	}
 	// Page 3's URL comes from following "next" twice.
 	var nextURL string
