@@ -39,7 +39,7 @@ func registerBackup(e *lifecycle.Engine, o Options) error {
 func init() { kindValidators["Backup"] = validateBackup }
 
 // BackupSourceKinds are the kinds a Backup can back up.
-var BackupSourceKinds = []string{"Database", "Cache", "Topic"}
+var BackupSourceKinds = []string{"Database", "Cache", "Topic", "Volume"}
 
 // cronParser takes 5 fields, or 6 with seconds first, and the @ descriptors.
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
@@ -104,6 +104,8 @@ func backupExt(kind string) string {
 		return "pgdump"
 	case "Cache":
 		return "redis.jsonl.gz"
+	case "Volume":
+		return "tar.gz" // the volume's files (VolumeFiles.VolumeArchive)
 	default:
 		return "jetstream" // a JetStream snapshot and an export (internal/dataservices/backup)
 	}
@@ -243,6 +245,9 @@ type backupSource struct {
 	url   string // the server entry's admin URL
 	name  string // database, key prefix or stream
 	entry string
+	// volume and files: a Volume's files, read through its node's agent.
+	volume *v1alpha1.Volume
+	files  *VolumeFiles
 }
 
 func (d *backupDriver) source(ctx context.Context, b *v1alpha1.Backup, tenant string) (backupSource, error) {
@@ -268,6 +273,19 @@ func (d *backupDriver) source(ctx context.Context, b *v1alpha1.Backup, tenant st
 			return src, err
 		}
 		src.name, serverKind, server = firstNonEmpty(t.Status.Stream, nats.StreamName(t.Namespace, t.Name)), servers.NATS, firstNonEmpty(t.Status.Server, t.Spec.Server)
+	case "Volume":
+		var v v1alpha1.Volume
+		if err := d.o.Client.Get(ctx, key, &v); err != nil {
+			return src, err
+		}
+		if d.o.VolumeFiles == nil {
+			return src, fmt.Errorf("backups of Volumes need the node agents, which this server cannot reach")
+		}
+		if v.Status.VolumeName == "" {
+			return src, fmt.Errorf("Volume %s: %w", key.Name, ErrVolumeNotBound)
+		}
+		src.name, src.volume, src.files = v.Status.VolumeName, &v, d.o.VolumeFiles
+		return src, nil // no server entry: the files are on the node
 	default:
 		return src, fmt.Errorf("source kind %q", src.kind)
 	}
@@ -321,6 +339,12 @@ func dump(ctx context.Context, src backupSource, w io.Writer) error {
 		_, err = backup.DumpRedis(ctx, src.url, src.name, w)
 	case "Topic":
 		_, err = backup.DumpStream(ctx, src.url, src.name, w)
+	case "Volume":
+		var rc io.ReadCloser
+		if rc, err = src.files.VolumeArchive(ctx, src.volume); err == nil {
+			_, err = io.Copy(w, rc)
+			rc.Close()
+		}
 	}
 	return err
 }

@@ -51,6 +51,9 @@ type Options struct {
 	// Alert evaluator — lives in it, so a server that lost the Lease stops at once rather
 	// than overlapping the new leader. Nil: context.Background (tests, a single server).
 	Term func() context.Context
+	// VolumeFiles reaches Volumes' files through their nodes' agents (Backups of a Volume);
+	// nil: a Backup of a Volume fails saying so.
+	VolumeFiles *VolumeFiles
 }
 
 // KindTuning overrides a kind's pipeline settings.

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -156,9 +157,14 @@ func (s *Server) newLifecycle(inner platformAuthorizer) (*lifecycleState, error)
 	registry := servers.NewRegistry(direct) // the informer cache once synced (startLifecycle)
 	events := &platform.Events{}            // the controllers' recorder once they run
 	term := newLeaderTerm()
+	nodes, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	files := &platform.VolumeFiles{Reader: direct, Nodes: nodes.CoreV1().RESTClient()}
 	if err := platform.Register(engine, platform.Options{Client: direct, CA: s.pki.CA, CAKey: s.pki.CAKey, Counter: counter, Kinds: kinds,
 		Servers: registry, Gatherer: s.metrics, Bus: bus, Log: s.opts.Log.With("component", "platform"), Events: events,
-		Term: term.current}); err != nil {
+		Term: term.current, VolumeFiles: files}); err != nil {
 		return nil, err
 	}
 	return &lifecycleState{bus: bus, engine: engine, scheme: scheme, cfg: cfg, servers: registry, events: events, term: term,

@@ -93,6 +93,8 @@ func run(m *testing.M) int {
 		// One simulated node (no agent, no disk) for the provisioner's simulated path;
 		// the other tests' pods select the real node.
 		o.SimNodes = simnode.Options{Nodes: 1, Prefix: "volsim-"}
+		// The embedded S3 store holds the Bucket a Volume's Backup writes to.
+		o.EmbeddedS3 = true
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start kube server:", err)

@@ -10,7 +10,7 @@ func backupCRD(o *lifecycle.CRDOptions) {
 	o.Kind, o.ShortNames, o.Namespaced = "Backup", []string{"kbackup"}, true
 	run := object(nil, props{"time": date(), "archive": str(), "sizeBytes": integer(0), "duration": duration(), "error": str()})
 	o.Spec = object([]string{"source", "target"}, props{
-		"source":   object([]string{"kind", "name"}, props{"kind": enum("Database", "Cache", "Topic"), "name": dnsSubdomain()}),
+		"source":   object([]string{"kind", "name"}, props{"kind": enum("Database", "Cache", "Topic", "Volume"), "name": dnsSubdomain()}),
 		"target":   object([]string{"bucket"}, props{"bucket": dnsSubdomain()}),
 		"schedule": {Type: "string", MaxLength: ptr[int64](128)},
 		"timeZone": {Type: "string", MaxLength: ptr[int64](64)},

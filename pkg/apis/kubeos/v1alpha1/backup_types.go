@@ -19,7 +19,7 @@ type Backup struct {
 
 // BackupSource names what is backed up, in the Backup's namespace.
 type BackupSource struct {
-	// Kind is Database, Cache or Topic.
+	// Kind is Database, Cache, Topic or Volume (a gzipped tar of its files).
 	Kind string `json:"kind"`
 	Name string `json:"name"`
 }
