@@ -335,3 +335,58 @@ spec:
 		t.Fatalf("component image %s", c.Spec.Image)
 	}
 }
+
+// TestRoutedCanaryAbort: with a Route fronting the Component the canary keeps a replica even
+// at weight 0 (the gateway does the weighting); kubectl kube abort ends the rollout.
+func TestRoutedCanaryAbort(t *testing.T) {
+	apply(t, component("pay", "example.com/pay:1", 4)+`---
+apiVersion: kubeos.dev/v1alpha1
+kind: Route
+metadata: {name: pay}
+spec:
+  hostnames: [pay.localtest]
+  rules: [{backends: [{component: pay, port: 8080}]}]
+`)
+	waitComponentActive(t, "pay")
+	apply(t, `apiVersion: kubeos.dev/v1alpha1
+kind: Release
+metadata: {name: pay}
+spec:
+  component: pay
+  image: example.com/pay:2
+  strategy:
+    type: Canary
+    steps: [{setWeight: 0}, {pause: {}}]
+`)
+	eventually(t, 90*time.Second, func() error {
+		r := get(t, &v1alpha1.Release{}, "pay")
+		if r.Status.ReleasePhase != v1alpha1.ReleasePaused || r.Status.CanaryWeight == nil || *r.Status.CanaryWeight != 0 {
+			return fmt.Errorf("release %+v", r.Status)
+		}
+		return nil
+	})
+	if d := get(t, &appsv1.Deployment{}, "pay-canary"); *d.Spec.Replicas != 1 {
+		t.Fatalf("routed canary at weight 0 has %d replicas, want 1", *d.Spec.Replicas)
+	}
+	out, errOut, err := kubectl(t, "", "kube", "abort", "release/pay")
+	if err != nil || !strings.Contains(out, "aborted") {
+		t.Fatalf("kubectl kube abort: %v\n%s%s", err, out, errOut)
+	}
+	eventually(t, 60*time.Second, func() error {
+		r := get(t, &v1alpha1.Release{}, "pay")
+		if r.Status.ReleasePhase != v1alpha1.ReleaseAborted || r.Status.History[0].Outcome != v1alpha1.ReleaseAborted || r.Status.CanaryWeight != nil {
+			return fmt.Errorf("release %+v", r.Status)
+		}
+		if _, ok := r.Annotations[v1alpha1.AbortAnnotation]; ok {
+			return fmt.Errorf("abort annotation still set")
+		}
+		return errors.Join(notFound(t, &appsv1.Deployment{}, "pay-canary"), notFound(t, &corev1.Service{}, "pay-canary"))
+	})
+	if c := get(t, &v1alpha1.Component{}, "pay"); c.Spec.Image != "example.com/pay:1" {
+		t.Fatalf("component image %s after abort", c.Spec.Image)
+	}
+	// kube promote refuses what is not a Release.
+	if out, errOut, err := kubectl(t, "", "kube", "promote", "component/pay"); err == nil {
+		t.Fatalf("promote component/pay succeeded: %s%s", out, errOut)
+	}
+}
