@@ -389,6 +389,18 @@ func stepBroken(t *testing.T) {
 		t.Errorf("during the broken revision the gateway answered %v, want only v2", during)
 	}
 	mu.Unlock()
+	// On a loaded machine the stable pods' readiness probes may fail for a while (seen at
+	// load 30): that is not the Release's doing, so wait for the Deployment to be ready.
+	if d := get(t, &appsv1.Deployment{}, "web"); d.Status.ReadyReplicas != ptrOr(d.Spec.Replicas) {
+		dump(t, "the stable Deployment not ready right after the rollback")
+	}
+	eventually(t, 2*time.Minute, func() error {
+		d := get(t, &appsv1.Deployment{}, "web")
+		if d.Status.ReadyReplicas != ptrOr(d.Spec.Replicas) || d.Spec.Template.Spec.Containers[0].Image != imageV2 {
+			return fmt.Errorf("deployment web: %s ready %d/%d", d.Spec.Template.Spec.Containers[0].Image, d.Status.ReadyReplicas, ptrOr(d.Spec.Replicas))
+		}
+		return nil
+	})
 	if c := sample(100); c["v2"] != 100 {
 		t.Errorf("after the rollback: 100 requests → %v, want all v2", c)
 		bad = true
