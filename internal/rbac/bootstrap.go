@@ -59,6 +59,7 @@ func nodeClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterBinding("kube:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", NodeBootstrapperGroup),
 		clusterBinding("kube:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
 		clusterBinding(NodeNetworkingRole, NodeNetworkingRole, NodeNetworkingGroup),
+		clusterBinding(NodeGatewayRole, NodeGatewayRole, NodeGatewayGroup),
 	}
 }
 
@@ -75,14 +76,31 @@ const (
 	NodeNetworkingGroup = "kubeos.dev:node-networking"
 )
 
+// NodeGatewayRole is what a node agent's Route gateway reads beyond NodeNetworkingRole: the
+// TLS Secrets of the Certificates its Routes name, cluster-wide. That widens access to
+// Secrets, so it is a role of its own, bound to NodeGatewayGroup, which only the credentials
+// of agents that run the gateway carry (the in-process agent's when --agent-gateway is on).
+const (
+	NodeGatewayRole  = "kube:node-gateway"
+	NodeGatewayGroup = "kubeos.dev:node-gateway"
+)
+
 func nodeClusterRoles() []*rbacv1.ClusterRole {
 	return []*rbacv1.ClusterRole{{
 		ObjectMeta: metav1.ObjectMeta{Name: NodeNetworkingRole, Labels: map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"},
 			Annotations: map[string]string{"rbac.authorization.kubernetes.io/autoupdate": "true"}},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"services", "endpoints", "namespaces", "pods"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"services", "endpoints", "namespaces", "pods", "nodes"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"get", "list", "watch"}},
+			// The Route gateway's routing table and canary weights.
+			{APIGroups: []string{"kubeos.dev"}, Resources: []string{"routes", "releases"}, Verbs: []string{"get", "list", "watch"}},
+		},
+	}, {
+		ObjectMeta: metav1.ObjectMeta{Name: NodeGatewayRole, Labels: map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"},
+			Annotations: map[string]string{"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}},
 		},
 	}}
 }

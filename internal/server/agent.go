@@ -78,7 +78,11 @@ func (s *Server) startAgent(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	// The extra group lets its Service proxy, DNS and NetworkPolicy read cluster-wide
 	// (rbac.NodeNetworkingRole) while the Node authorizer still isolates it as a node.
-	cfg, err := s.LoopbackConfig("system:node:"+name, "system:nodes", rbac.NodeNetworkingGroup)
+	groups := []string{"system:nodes", rbac.NodeNetworkingGroup}
+	if o.AgentGateway.Enabled {
+		groups = append(groups, rbac.NodeGatewayGroup) // the gateway reads Certificates' TLS Secrets
+	}
+	cfg, err := s.LoopbackConfig("system:node:"+name, groups...)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}

@@ -59,6 +59,7 @@ var electedControllers = []electedController{
 	}},
 	// --- CSR approving, signing by the Kube CA and cleaning (kube-controller-manager's
 	// csrapproving, csrsigning, csrcleaner), internal/controllers/certificates ---
+	agentNetworkingApprover, // approves agents' networking-identity CSRs before the signer sees them
 	{name: certificates.Name, new: func(s *Server, cfg *rest.Config, log *slog.Logger) (starter, error) {
 		return certificates.New(cfg, certificates.Options{CAFile: s.pki.CAFile, CAKeyFile: s.pki.CAKeyFile, Duration: s.opts.ClusterSigningDuration, Log: log})
 	}},

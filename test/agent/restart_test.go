@@ -72,7 +72,7 @@ func startAgentProcess(t *testing.T, node string) *agentProcess {
 		"--resolv-conf", filepath.Join(dir, "resolv.conf"),
 		// Pods only: Service networking is test/services-net's, test/dns's and test/netpol's
 		// (it would program the host's nftables and links outside this package's names).
-		"--services=false", "--dns=false", "--network-policy=false"}}
+		"--services=false", "--dns=false", "--network-policy=false", "--node-routes=false", "--gateway=false"}}
 	t.Cleanup(func() {
 		// The agent goes first (SIGKILL: its containerd stays up), so that nothing makes
 		// sandboxes while they are removed.
