@@ -116,8 +116,8 @@ func TestVolumeBackup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bk v1alpha1.Bucket
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vault"}, &bk); err != nil {
+	bk, err := ks.Buckets(ns).Get(ctx, "vault", metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	entries, err := servers.List(ctx, c, servers.S3)
