@@ -56,7 +56,7 @@ const componentNotReadyRequeue = 10 * time.Second
 func registerComponent(e *lifecycle.Engine, o Options) error {
 	d := &componentDriver{o: o}
 	return RegisterData(e, o, lifecycle.KindOptions[*v1alpha1.Component]{Kind: "Component", New: func() *v1alpha1.Component { return &v1alpha1.Component{} },
-		Driver: d, MaxConcurrentReconciles: 8, Dependencies: componentDependencies,
+		Driver: d, MaxConcurrentReconciles: 32, Dependencies: componentDependencies, // reconciles wait on the API, not the CPU
 		Owns: []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &batchv1.Job{}, &batchv1.CronJob{}, &corev1.Service{},
 			&autoscalingv2.HorizontalPodAutoscaler{}},
 		Watches: []lifecycle.Watch{
