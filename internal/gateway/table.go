@@ -208,7 +208,8 @@ func Compile(in Input) *Table {
 // compileBackends resolves a rule's backends to targets: the Service <component>'s port
 // (by number, name, or the only one), its ready endpoints; split between
 // <component>-canary and <component>-stable when a Release has a canary weight and both
-// Services exist.
+// Services exist (a side without ready endpoints gives its share to the other; neither
+// ready: the Service <component>).
 func compileBackends(rule *Rule, ns string, backends []v1alpha1.RouteBackend, svcs map[string]*corev1.Service,
 	eps map[string][]*discoveryv1.EndpointSlice, canary map[string]int32) {
 	if len(backends) == 0 {
@@ -231,13 +232,23 @@ func compileBackends(rule *Rule, ns string, backends []v1alpha1.RouteBackend, sv
 			if main == nil {
 				pn, port = b.PortName, b.Port
 			}
-			if c := int64(cw); c > 0 {
-				rule.Targets = append(rule.Targets, resolveTarget(cs, pn, port, w*c, eps))
+			// Only a side with ready endpoints takes its share: a canary whose pods are not
+			// ready yet (or a track Service whose EndpointSlices are not filled in) must not
+			// turn its share into 503s. With neither ready, the Service <component> serves.
+			ct, st := resolveTarget(cs, pn, port, w*int64(cw), eps), resolveTarget(ss, pn, port, w*int64(100-cw), eps)
+			switch cReady, sReady := cw > 0 && len(ct.Addrs) > 0, cw < 100 && len(st.Addrs) > 0; {
+			case cReady && sReady:
+				rule.Targets = append(rule.Targets, ct, st)
+				continue
+			case cReady:
+				ct.Weight = w * 100
+				rule.Targets = append(rule.Targets, ct)
+				continue
+			case sReady:
+				st.Weight = w * 100
+				rule.Targets = append(rule.Targets, st)
+				continue
 			}
-			if s := int64(100 - cw); s > 0 {
-				rule.Targets = append(rule.Targets, resolveTarget(ss, pn, port, w*s, eps))
-			}
-			continue
 		}
 		if main == nil {
 			rule.Targets = append(rule.Targets, &Target{Service: ns + "/" + b.Component, Weight: w * 100,

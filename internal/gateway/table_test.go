@@ -261,6 +261,19 @@ func TestBackendsResolve(t *testing.T) {
 			t.Errorf("%s: %q, want %q", k, got[k], v)
 		}
 	}
+	// A canary with no ready pod yet gives its share to stable (no 503s for 20 %), and with
+	// neither track ready the Service web serves.
+	in.EndpointSlices = []*discoveryv1.EndpointSlice{slice(ns, "web-canary", 9000, false, "10.0.0.1"),
+		slice(ns, "web-stable", 9000, true, "10.0.0.2"), slice(ns, "web", 9000, true, "10.0.0.5")}
+	m = Compile(in).Route("shop.test", httptest.NewRequest("GET", "http://shop.test/", nil))
+	if tg := m.Rule.Targets[0]; tg.Service != "shop/web-stable" || tg.Weight != 300 || len(tg.Addrs) != 1 {
+		t.Errorf("canary not ready: first target %+v", tg)
+	}
+	in.EndpointSlices = []*discoveryv1.EndpointSlice{slice(ns, "web", 9000, true, "10.0.0.5")}
+	m = Compile(in).Route("shop.test", httptest.NewRequest("GET", "http://shop.test/", nil))
+	if tg := m.Rule.Targets[0]; tg.Service != "shop/web" || len(tg.Addrs) != 1 {
+		t.Errorf("no track ready: first target %+v", tg)
+	}
 	// Without the canary Service, the Release's weight is not applied.
 	in.Services = svcs(ns, "web", "web-stable")
 	in.EndpointSlices = []*discoveryv1.EndpointSlice{slice(ns, "web", 9000, true, "10.0.0.5")}
