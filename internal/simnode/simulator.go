@@ -182,6 +182,9 @@ func (s *Simulator) Start(ctx context.Context) error {
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, q := range []*queue{s.podQ, s.nodeQ} {
+		// A new work channel each term: dispatch closes the last term's when it ends, and
+		// Start runs again when this server leads again.
+		q.work = make(chan job, q.workers)
 		for range q.workers {
 			wg.Go(func() { s.worker(ctx, q) })
 		}
