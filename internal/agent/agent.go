@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -243,7 +244,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	})
 	srv, err := server.Listen(server.Options{Addr: net.JoinHostPort(o.Address, fmt.Sprint(o.Port)), NodeName: o.NodeName, ClientCA: caPool,
 		CertDir: filepath.Join(o.DataDir, "pki"), Hosts: hosts, Client: a.client, Pods: mgr, Runtime: cri.Runtime,
-		Volumes: LocalVolumes{Dir: filepath.Join(o.DataDir, "volumes")}, Log: a.log})
+		Volumes: LocalVolumes{Dir: filepath.Join(o.DataDir, "volumes")}, Debug: map[string]http.Handler{"/debug/services": a.ServicesHandler()},
+		Log: a.log})
 	if err != nil {
 		return err
 	}

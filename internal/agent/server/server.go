@@ -55,7 +55,10 @@ type Options struct {
 	Runtime internalapi.RuntimeService
 	// Volumes are the node's local-path volume directories (volumes.go); nil: none.
 	Volumes Volumes
-	Log     *slog.Logger
+	// Debug are read-only handlers by path (GET), authorised as nodes/proxy like the
+	// kubelet's /debug: the Service proxy's /debug/services.
+	Debug map[string]http.Handler
+	Log   *slog.Logger
 }
 
 // Server is the running API.
@@ -109,6 +112,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	mux.HandleFunc("/portForward/{ns}/{pod}", s.portForward)
 	mux.HandleFunc("/portForward/{ns}/{pod}/{uid}", s.portForward)
 	s.volumeRoutes(mux)
+	for path, h := range s.opts.Debug {
+		mux.Handle("GET "+path, h)
+	}
 	srv := &http.Server{Handler: s.authenticated(mux), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelDebug)}
 	go func() {
