@@ -11,6 +11,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -140,10 +141,13 @@ spec: {}
 		return nil
 	})
 
-	// Deleting the Component deletes the Deployment (after its pods), the Service and itself.
-	if _, errOut, err := alice(t, "", "-n", acmeNS, "delete", "component", "web", "--wait=true", "--timeout=90s"); err != nil {
+	// Deleting the Component deletes the Deployment (after its pods: their grace periods, then
+	// the foreground deletion of ReplicaSet and Deployment), the Service and itself. kubectl
+	// does not wait (servertest.RunKubectl kills it after 60 s); the test does.
+	if _, errOut, err := alice(t, "", "-n", acmeNS, "delete", "component", "web", "--wait=false"); err != nil {
 		t.Fatalf("delete: %v %s", err, errOut)
 	}
+	gone(t, &v1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Namespace: acmeNS, Name: "web"}}, 3*time.Minute)
 	gone(t, &appsv1.Deployment{ObjectMeta: d.ObjectMeta}, 30*time.Second)
 	gone(t, &corev1.Service{ObjectMeta: svc.ObjectMeta}, 30*time.Second)
 	var pods corev1.PodList

@@ -9,7 +9,7 @@ package v1alpha1
 //
 // BackupSource names what is backed up, in the Backup's namespace.
 type BackupSourceApplyConfiguration struct {
-	// Kind is Database, Cache or Topic.
+	// Kind is Database, Cache, Topic or Volume (a gzipped tar of its files).
 	Kind *string `json:"kind,omitempty"`
 	Name *string `json:"name,omitempty"`
 }
