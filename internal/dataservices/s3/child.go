@@ -78,6 +78,10 @@ func runChild(stdin io.Reader) error {
 		RootUserAccess: c.AccessKey, RootUserSecret: c.SecretKey, Region: c.Region,
 		Ports: []string{c.Addr}, MaxConnections: 4096, MaxRequests: 1024, MultipartMaxParts: 10000,
 		IAMDir: iam, Quiet: true, KeepAlive: true, HealthPath: healthPath,
+		// No IAM cache: with embedgw's zero prune interval its cleanup loop spins on
+		// time.After(0) (most of a core, measured with perf in test/dataservices), and
+		// without a cache a revoked key is refused at once.
+		IAMCacheDisable: true,
 	})
 }
 
