@@ -180,6 +180,11 @@ func planRelease(o releaseObs) releasePlan {
 		}
 		switch {
 		case o.TargetRev == o.CurRev:
+			// In this case and the next no revision is under way, so no canary objects
+			// should exist and any left are deleted: a reconcile that read a stale Release
+			// (still in flight) can re-create the canary just after an abort or promotion
+			// deleted it (its status write then conflicts).
+			p.DeleteCanary = true
 			// Nothing to ship: the Component runs what the Release says.
 			st.StableRevision = o.CurRev
 			if st.ReleasePhase == "" || st.ReleasePhase == v1alpha1.ReleaseProgressing || st.ReleasePhase == v1alpha1.ReleasePaused {
@@ -189,6 +194,7 @@ func planRelease(o releaseObs) releasePlan {
 			return p
 		case st.CanaryRevision == o.TargetRev && (st.ReleasePhase == v1alpha1.ReleaseRolledBack || st.ReleasePhase == v1alpha1.ReleaseAborted):
 			// This revision was rolled back or aborted: not retried until the spec changes.
+			p.DeleteCanary = true
 			p.Message = fmt.Sprintf("revision %s %s", o.TargetRev, st.ReleasePhase)
 			if len(st.History) > 0 && st.History[0].Message != "" {
 				p.Message += ": " + st.History[0].Message

@@ -143,6 +143,11 @@ func TestPlanRelease(t *testing.T) {
 		{"abort", with(canary, func(o *releaseObs) { o.Status, o.Abort = inflight(v1alpha1.ReleasePaused, step(1)), true }), func(t *testing.T, p releasePlan) {
 			expect(t, p.ClearAbort && p.DeleteCanary && p.Status.ReleasePhase == v1alpha1.ReleaseAborted && p.Status.History[0].Outcome == v1alpha1.ReleaseAborted, "%+v", p)
 		}},
+		{"an aborted revision deletes canary objects left behind", with(canary, func(o *releaseObs) {
+			o.Status = inflight(v1alpha1.ReleaseAborted, step(1))
+		}), func(t *testing.T, p releasePlan) {
+			expect(t, p.DeleteCanary && !p.Canary && p.Status.ReleasePhase == v1alpha1.ReleaseAborted, "%+v", p)
+		}},
 		{"analysis window opens", with(canary, func(o *releaseObs) {
 			o.Alerts, o.Analysis = []string{"errors"}, time.Minute
 			o.Status, o.Canary = inflight(v1alpha1.ReleaseProgressing, step(0)), canaryObs{Ready: true, Replicas: 1}

@@ -331,6 +331,14 @@ func TestExec(t *testing.T) {
 			if kind == "websocket-v4" && tc.name == "stdin to EOF" {
 				continue
 			}
+			// "line" exits with the second line of stdin unread. Where stdin can close, the
+			// client's close frame then reaches a closed socket, the backend answers with a
+			// TCP reset, and a reset discards what the proxy had received but not yet read —
+			// the output and the status (CI lost both once). Those protocols are covered by
+			// "stdin to EOF"; "line" is there for v4, which cannot close stdin.
+			if kind != "websocket-v4" && tc.name == "stdin" {
+				continue
+			}
 			t.Run(kind+"/"+tc.name, func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
