@@ -18,6 +18,7 @@ import (
 
 	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 	"kubeos.dev/kube/internal/rbac"
+	"kubeos.dev/kube/internal/server/servertest"
 )
 
 func run(ctx context.Context, name string, args ...string) error {
@@ -80,9 +81,15 @@ type agentProcess struct {
 	log     *os.File
 }
 
-// buildKube builds the kube binary node B runs (a cold build takes minutes on a loaded
-// machine: 20 at most).
+// buildKube finds the kube binary node B runs: servertest's (linked once per machine and
+// cached by the go command), or, when that fails (the sources changed between its two go
+// runs), one built here — a cold build takes minutes on a loaded machine: 20 at most.
 func (c *Cluster) buildKube() error {
+	bin, err := servertest.KubeBinary()
+	if err == nil {
+		c.KubeBin = bin
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	c.KubeBin = filepath.Join(c.Dir, "kube")

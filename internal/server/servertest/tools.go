@@ -104,7 +104,7 @@ var kubeBinary = sync.OnceValues(func() (string, error) {
 	// The first link of a package leaves its executable in a temporary directory that go run
 	// removes; once it is in the cache, a second go run names the cached file.
 	for range 2 {
-		out, err := exec.Command("go", "run", "-exec", "/bin/echo", "kubeos.dev/kube/cmd/kube").CombinedOutput()
+		out, err := exec.Command("go", "run", "-ldflags=-s -w", "-exec", "/bin/echo", "kubeos.dev/kube/cmd/kube").CombinedOutput()
 		if err != nil {
 			return "", fmt.Errorf("go run kubeos.dev/kube/cmd/kube: %v\n%s", err, out)
 		}
