@@ -262,26 +262,32 @@ func installTenantRoles(ctx context.Context, cfg *rest.Config, scheme *runtime.S
 		{ObjectMeta: metav1.ObjectMeta{Name: "kubeos:data-view", Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.Group}, Resources: res, Verbs: []string{"get", "list", "watch"}}}},
 	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	for i := range roles {
-		want := roles[i]
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			var cur rbacv1.ClusterRole
-			err := c.Get(ctx, client.ObjectKey{Name: want.Name}, &cur)
-			switch {
-			case apierrors.IsNotFound(err):
-				w := want
-				err = c.Create(ctx, &w)
-			case err == nil:
-				cur.Labels, cur.Rules = want.Labels, want.Rules
-				err = c.Update(ctx, &cur)
-			}
-			return err == nil, nil
-		})
-		if err != nil {
-			return fmt.Errorf("install ClusterRole %s: %w", want.Name, err)
+		if err := ensureClusterRole(ctx, c, roles[i], 100*time.Millisecond); err != nil {
+			return fmt.Errorf("install ClusterRole %s: %w", roles[i].Name, err)
 		}
 	}
 	return nil
+}
+
+// ensureClusterRole creates want or sets its labels and rules, retrying every interval until
+// that succeeds or ctx ends.
+func ensureClusterRole(ctx context.Context, c client.Client, want rbacv1.ClusterRole, interval time.Duration) error {
+	return wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+		var cur rbacv1.ClusterRole
+		err := c.Get(ctx, client.ObjectKey{Name: want.Name}, &cur)
+		switch {
+		case apierrors.IsNotFound(err):
+			w := want
+			err = c.Create(ctx, &w)
+		case err == nil:
+			cur.Labels, cur.Rules = want.Labels, want.Rules
+			err = c.Update(ctx, &cur)
+		}
+		return err == nil, nil
+	})
 }
 
 // installCRDs creates or updates crds and waits until the API serves them.

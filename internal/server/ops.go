@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -55,19 +54,7 @@ func (s *Server) ensureOpsRole(ctx context.Context) error {
 		"rbac.authorization.k8s.io/aggregate-to-admin": "true"}},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{opsapi.Group},
 			Resources: []string{opsapi.ResourceHealths, opsapi.ResourceGraphs, opsapi.ResourceAuditEvents}, Verbs: []string{"get", "list"}}}}
-	return wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		var cur rbacv1.ClusterRole
-		err := c.Get(ctx, client.ObjectKey{Name: want.Name}, &cur)
-		switch {
-		case apierrors.IsNotFound(err):
-			w := want
-			err = c.Create(ctx, &w)
-		case err == nil:
-			cur.Labels, cur.Rules = want.Labels, want.Rules
-			err = c.Update(ctx, &cur)
-		}
-		return err == nil, nil
-	})
+	return ensureClusterRole(ctx, c, want, 200*time.Millisecond)
 }
 
 // opsKind is a lifecycle-managed kind as the API serves it.
