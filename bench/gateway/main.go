@@ -1,285 +1,220 @@
-// Command gateway measures the Route gateway's data plane (internal/gateway): an upstream
-// HTTP server (net/http, a 64-byte answer) and the gateway each run in a child process of
-// this binary, the load generator in the parent, all on loopback. The gateway's table is
-// compiled from a Route (one of ROUTES, the others only there to be matched past) whose
-// backend is the upstream's address in an EndpointSlice — the same table the agent builds
-// from the API.
+// Command gateway measures the Route gateway's data plane (internal/gateway) against the
+// direct paths it replaces. An upstream HTTP server (net/http, a 64-byte answer) and the
+// gateway each run in a child process of this binary, the load generator in the parent.
+// The gateway's table is compiled from ROUTES Routes (the measured one last, the others
+// only there to be matched past) whose backend is the upstream's address in an
+// EndpointSlice — the table the agent builds from the API — and it writes its access log
+// as the agent does by default (--gateway-access-log, to a file here).
 //
-// Measured, direct to the upstream and through the gateway, alternating, ROUNDS times:
-//   - closed loop: CONNS keep-alive connections sending as fast as answers come, for
-//     DURATION → requests/s, and the ratio gateway ÷ direct (goal ≥ 0.8);
+// Targets (-targets):
+//   - endpoint: the load generator straight to the upstream's address (the pod IP);
+//   - service: to the Service's ClusterIP, programmed by Kube's own Service proxy
+//     (internal/agent/proxy: nftables DNAT to the endpoint) — what "direct to the Service"
+//     means on a Kube node. Needs root (CAP_NET_ADMIN) and nf_tables;
+//   - gateway: through the gateway to the endpoint.
+//
+// Isolation: with -netns (the default when root) the whole run re-executes itself in a
+// network namespace of its own (`unshare --net`): lo with the pod address 10.1.0.1, the
+// ClusterIP 10.96.0.10, its nftables table and routes exist only there and vanish with
+// the process — no side effects on the machine, and no other process's nftables rules on
+// the packets' path. With -pin-load and -pin-gateway (CPU lists) the load generator and
+// upstream run on one set of cores and the gateway on another (`taskset`); every target
+// is measured with the same pinning.
+//
+// Measured for each target, alternating the order every round, ROUNDS times:
+//   - closed loop: for each of CONNS (a list) keep-alive connections sending as fast as
+//     answers come, for DURATION → requests/s, and the ratios to the direct targets (goal:
+//     gateway ≥ 0.8× direct);
 //   - open loop: RATE requests/s on schedule for DURATION → p50/p99 latency, and the p99
-//     added by the gateway (goal ≤ 1 ms at 1,000/s).
+//     the gateway adds (goal ≤ 1 ms at 1,000/s);
+//   - CPU: each child's user+system time over each measurement (/proc/PID/stat) divided
+//     by the requests answered → µs per request of the gateway and of the upstream.
 //
-// Prints one JSON line per round and a summary.
+// Prints one JSON line per measurement and a JSON summary (medians over the rounds).
 package main
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"os/signal"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-
-	"kubeos.dev/kube/internal/gateway"
-	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 )
+
+type config struct {
+	routes     int
+	conns      []int
+	duration   time.Duration
+	rate       int
+	rounds     int
+	profile    string
+	targets    []string
+	accessLog  bool
+	netns      bool
+	pinLoad    string
+	pinGateway string
+}
 
 func main() {
 	role := flag.String("role", "", "(internal) upstream | gateway")
-	upstream := flag.String("upstream", "", "(gateway child) the upstream's host:port")
-	routes := flag.Int("routes", 100, "Routes in the table (hostnames r0.bench … ; the measured one is the last)")
-	conns := flag.Int("conns", 32, "closed loop: concurrent keep-alive connections")
-	duration := flag.Duration("duration", 10*time.Second, "each measurement's length")
-	rate := flag.Int("rate", 1000, "open loop: requests per second")
-	rounds := flag.Int("rounds", 3, "rounds (direct and gateway in each, alternating which goes first)")
-	profile := flag.String("cpuprofile", "", "write the gateway child's CPU profile here")
+	listen := flag.String("listen", "", "(internal) the child's listen host")
+	upstream := flag.String("upstream", "", "(internal, gateway child) the upstream's host:port")
+	accessFile := flag.String("access-file", "", "(internal, gateway child) the access log's file")
+	var c config
+	flag.IntVar(&c.routes, "routes", 100, "Routes in the table (hostnames r0.bench … ; the measured one is the last)")
+	conns := flag.String("conns", "1,16,64", "closed loop: concurrent keep-alive connections (a comma-separated list)")
+	flag.DurationVar(&c.duration, "duration", 5*time.Second, "each measurement's length")
+	flag.IntVar(&c.rate, "rate", 1000, "open loop: requests per second")
+	flag.IntVar(&c.rounds, "rounds", 3, "rounds (every target in each, the order rotating)")
+	flag.StringVar(&c.profile, "cpuprofile", "", "write the gateway child's CPU profile here")
+	targets := flag.String("targets", "endpoint,service,gateway", "what to measure: endpoint, service (the ClusterIP; needs root), gateway")
+	flag.BoolVar(&c.accessLog, "access-log", true, "the gateway writes its access log (as the agent's default) to a file")
+	flag.BoolVar(&c.netns, "netns", os.Geteuid() == 0, "run in a network namespace of its own (unshare --net; needs root)")
+	flag.StringVar(&c.pinLoad, "pin-load", "", "CPU list (taskset) for the load generator and the upstream, e.g. 0")
+	flag.StringVar(&c.pinGateway, "pin-gateway", "", "CPU list (taskset) for the gateway, e.g. 1")
 	flag.Parse()
 	switch *role {
 	case "upstream":
-		serveUpstream()
+		serveUpstream(*listen)
 		return
 	case "gateway":
-		serveGateway(*upstream, *routes, *profile)
+		serveGateway(*listen, *upstream, c.routes, c.profile, *accessFile)
 		return
 	}
-	up, stopUp := child("-role=upstream")
-	defer stopUp()
-	gw, stopGw := child("-role=gateway", "-upstream="+up, "-routes="+strconv.Itoa(*routes), "-cpuprofile="+*profile)
-	defer stopGw()
-	host := fmt.Sprintf("r%d.bench", *routes-1)
-	targets := map[string]target{"direct": {addr: up, host: "upstream"}, "gateway": {addr: gw, host: host}}
-	if _, err := once(targets["gateway"]); err != nil {
-		log.Fatalf("through the gateway: %v", err)
-	}
-	type sum struct{ rps, p50, p99 []float64 }
-	sums := map[string]*sum{"direct": {}, "gateway": {}}
-	for r := range *rounds {
-		order := []string{"direct", "gateway"}
-		if r%2 == 1 {
-			slices.Reverse(order)
+	for _, s := range strings.Split(*conns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			log.Fatalf("-conns %q: not a list of positive numbers", *conns)
 		}
-		for _, name := range order {
-			t := targets[name]
-			rps := closedLoop(t, *conns, *duration)
-			p50, p99 := openLoop(t, *rate, *duration)
-			s := sums[name]
-			s.rps, s.p50, s.p99 = append(s.rps, rps), append(s.p50, p50), append(s.p99, p99)
-			line, _ := json.Marshal(map[string]any{"round": r, "target": name, "rps": int(rps), "conns": *conns,
-				"rate": *rate, "p50_ms": p50, "p99_ms": p99})
-			fmt.Println(string(line))
+		c.conns = append(c.conns, n)
+	}
+	for _, t := range strings.Split(*targets, ",") {
+		if t = strings.TrimSpace(t); t != "endpoint" && t != "service" && t != "gateway" {
+			log.Fatalf("-targets: unknown %q", t)
 		}
+		c.targets = append(c.targets, strings.TrimSpace(t))
 	}
-	med := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
-	d, g := sums["direct"], sums["gateway"]
-	out, _ := json.Marshal(map[string]any{"summary": true, "routes": *routes, "rounds": *rounds,
-		"direct_rps": int(med(d.rps)), "gateway_rps": int(med(g.rps)), "ratio": round3(med(g.rps) / med(d.rps)),
-		"direct_p50_ms": med(d.p50), "gateway_p50_ms": med(g.p50), "direct_p99_ms": med(d.p99), "gateway_p99_ms": med(g.p99),
-		"added_p99_ms": round3(med(g.p99) - med(d.p99))})
-	fmt.Println(string(out))
+	// Re-run in the namespace and on the load's cores; the children get their own pinning.
+	if reexec(c) {
+		return
+	}
+	if err := run(c); err != nil {
+		log.Fatal(err)
+	}
 }
 
-type target struct{ addr, host string }
-
-func round3(f float64) float64 { return float64(int(f*1000+0.5)) / 1000 }
-
-// child starts this binary with args; it prints its listen address on its first line.
-func child(args ...string) (string, func()) {
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		log.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		log.Fatalf("%v: %v", args, err)
-	}
-	return strings.TrimSpace(line), func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }
+// result is one measurement.
+type result struct {
+	Round   int     `json:"round"`
+	Target  string  `json:"target"`
+	Mode    string  `json:"mode"` // closed | open
+	Conns   int     `json:"conns,omitempty"`
+	Rate    int     `json:"rate,omitempty"`
+	RPS     float64 `json:"rps"`
+	P50     float64 `json:"p50_ms,omitempty"`
+	P99     float64 `json:"p99_ms,omitempty"`
+	Errors  int64   `json:"errors,omitempty"`
+	GwCPU   float64 `json:"gateway_cpu_us_per_req,omitempty"`
+	UpCPU   float64 `json:"upstream_cpu_us_per_req"`
+	LoadCPU float64 `json:"generator_cpu_us_per_req"`
 }
 
-var body = []byte(strings.Repeat("x", 63) + "\n")
-
-func serveUpstream() {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(l.Addr())
-	log.Fatal(http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write(body)
-	})))
-}
-
-// serveGateway serves a table of n Routes; the last one's backend is the upstream.
-func serveGateway(upstream string, n int, profile string) {
-	if profile != "" {
-		f, err := os.Create(profile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
-		}
-		// The parent ends the child with SIGTERM; the profile is written then.
-		c := make(chan os.Signal, 1)
-		signal.Notify(c, syscall.SIGTERM)
-		go func() { <-c; pprof.StopCPUProfile(); f.Close(); os.Exit(0) }()
-	}
-	host, port, err := net.SplitHostPort(upstream)
-	if err != nil {
-		log.Fatal(err)
-	}
-	p, _ := strconv.Atoi(port)
-	in := gateway.Input{}
-	for i := range n {
-		name := fmt.Sprintf("r%d", i)
-		in.Routes = append(in.Routes, &v1alpha1.Route{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: name,
-			CreationTimestamp: metav1.NewTime(time.Unix(int64(i), 0))},
-			Spec: v1alpha1.RouteSpec{Hostnames: []string{name + ".bench"}, Rules: []v1alpha1.RouteRule{
-				{Matches: []v1alpha1.RouteMatch{{Path: &v1alpha1.PathMatch{Type: v1alpha1.PathPrefix, Value: "/api"}},
-					{Headers: []v1alpha1.ValueMatch{{Name: "X-Canary", Value: "1"}}}}, Backends: []v1alpha1.RouteBackend{{Component: "web", Port: 80}}},
-				{Backends: []v1alpha1.RouteBackend{{Component: "web", Port: 80}}}}}})
-	}
-	in.Services = []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: "web"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}}
-	in.EndpointSlices = []*discoveryv1.EndpointSlice{{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: "web-1",
-		Labels: map[string]string{discoveryv1.LabelServiceName: "web"}}, AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:     []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(p))}},
-		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{host}}}}}
-	g, err := gateway.New(gateway.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	t := gateway.Compile(in)
-	if len(t.Problems) > 0 {
-		log.Fatal(t.Problems)
-	}
-	g.Swap(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(l.Addr())
-	log.Fatal((&http.Server{Handler: g}).Serve(l))
-}
-
-func newClient(conns int) *http.Client {
-	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
-}
-
-func do(c *http.Client, t target) error {
-	req, _ := http.NewRequest(http.MethodGet, "http://"+t.addr+"/", nil)
-	req.Host = t.host
-	resp, err := c.Do(req)
+func run(c config) error {
+	env, err := setup(c)
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return fmt.Errorf("status %d", resp.StatusCode)
+	defer env.stop()
+	var all []result
+	for r := range c.rounds {
+		order := slices.Clone(env.targets)
+		for range r % len(order) {
+			order = append(order[1:], order[0])
+		}
+		for _, name := range order {
+			t := env.byName[name]
+			for _, n := range c.conns {
+				res := env.measure(t, func() (float64, float64, float64, int64, int64) {
+					rps, n2, errs := closedLoop(t, n, c.duration)
+					return rps, 0, 0, n2, errs
+				})
+				res.Round, res.Mode, res.Conns = r, "closed", n
+				all = append(all, res)
+				printJSON(res)
+			}
+			res := env.measure(t, func() (float64, float64, float64, int64, int64) {
+				p50, p99, n2, errs := openLoop(t, c.rate, c.duration)
+				return float64(n2) / c.duration.Seconds(), p50, p99, n2, errs
+			})
+			res.Round, res.Mode, res.Rate = r, "open", c.rate
+			all = append(all, res)
+			printJSON(res)
+		}
 	}
-	return err
+	printJSON(summarize(c, env, all))
+	return nil
 }
 
-func once(t target) (time.Duration, error) {
-	start := time.Now()
-	err := do(newClient(1), t)
-	return time.Since(start), err
+func printJSON(v any) {
+	b, _ := json.Marshal(v)
+	fmt.Println(string(b))
 }
 
-// closedLoop is requests/s with conns connections each sending as soon as answered.
-func closedLoop(t target, conns int, d time.Duration) float64 {
-	c := newClient(conns)
-	var n, errs atomic.Int64
-	deadline := time.Now().Add(d)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(deadline) {
-				if err := do(c, t); err != nil {
-					errs.Add(1)
-					continue
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
+
+// summarize takes the medians over the rounds per target and measurement.
+func summarize(c config, env *environment, all []result) map[string]any {
+	pick := func(target, mode string, conns int, f func(result) float64) float64 {
+		var v []float64
+		for _, r := range all {
+			if r.Target == target && r.Mode == mode && r.Conns == conns {
+				v = append(v, f(r))
+			}
+		}
+		return round3(median(v))
+	}
+	out := map[string]any{"summary": true, "routes": c.routes, "rounds": c.rounds, "duration": c.duration.String(),
+		"netns": env.netns, "pin_load": c.pinLoad, "pin_gateway": c.pinGateway, "access_log": c.accessLog,
+		"gomaxprocs_gateway": env.gwProcs}
+	rps := func(r result) float64 { return r.RPS }
+	for _, t := range env.targets {
+		for _, n := range c.conns {
+			out[fmt.Sprintf("%s_rps_c%d", t, n)] = pick(t, "closed", n, rps)
+		}
+		out[t+"_p50_ms"] = pick(t, "open", 0, func(r result) float64 { return r.P50 })
+		out[t+"_p99_ms"] = pick(t, "open", 0, func(r result) float64 { return r.P99 })
+		out[t+"_upstream_cpu_us"] = pick(t, "open", 0, func(r result) float64 { return r.UpCPU })
+	}
+	if _, ok := env.byName["gateway"]; ok {
+		for _, n := range c.conns {
+			out[fmt.Sprintf("gateway_cpu_us_c%d", n)] = pick("gateway", "closed", n, func(r result) float64 { return r.GwCPU })
+		}
+		out["gateway_cpu_us_open"] = pick("gateway", "open", 0, func(r result) float64 { return r.GwCPU })
+		for _, d := range []string{"endpoint", "service"} {
+			if _, ok := env.byName[d]; !ok {
+				continue
+			}
+			for _, n := range c.conns {
+				if base := pick(d, "closed", n, rps); base > 0 {
+					out[fmt.Sprintf("ratio_vs_%s_c%d", d, n)] = round3(pick("gateway", "closed", n, rps) / base)
 				}
-				n.Add(1)
 			}
-		}()
-	}
-	wg.Wait()
-	if errs.Load() > 0 {
-		log.Printf("%s: %d errors", t.host, errs.Load())
-	}
-	return float64(n.Load()) / time.Since(start).Seconds()
-}
-
-// openLoop sends rate requests/s on schedule (each from its own goroutine, over a pool of
-// keep-alive connections) and returns p50 and p99 latency in ms, measured from the
-// scheduled send time (so queueing counts).
-func openLoop(t target, rate int, d time.Duration) (float64, float64) {
-	c := newClient(256)
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	interval := time.Second / time.Duration(rate)
-	var mu sync.Mutex
-	var lat []float64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := 0; ; i++ {
-		at := start.Add(time.Duration(i) * interval)
-		if w := time.Until(at); w > 0 {
-			select {
-			case <-ctx.Done():
-			case <-time.After(w):
-			}
+			out["added_p99_ms_vs_"+d] = round3(pick("gateway", "open", 0, func(r result) float64 { return r.P99 }) -
+				pick(d, "open", 0, func(r result) float64 { return r.P99 }))
 		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := do(c, t); err != nil {
-				return
-			}
-			ms := float64(time.Since(at).Microseconds()) / 1000
-			mu.Lock()
-			lat = append(lat, ms)
-			mu.Unlock()
-		}()
 	}
-	wg.Wait()
-	slices.Sort(lat)
-	if len(lat) == 0 {
-		return 0, 0
-	}
-	q := func(p float64) float64 { return round3(lat[min(len(lat)-1, int(p*float64(len(lat))))]) }
-	return q(0.50), q(0.99)
+	return out
 }
