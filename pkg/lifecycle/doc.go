@@ -15,8 +15,12 @@
 // namespace, name) and stays acyclic: an update that would close a cycle fails with a
 // [*CycleError] carrying the path. Checks are incremental (Pearce–Kelly dynamic topological
 // order), so they cost the size of the affected region, not of the graph.
-// [Graph.TeardownOrder] gives the reverse order for deletion and [Graph.Blocking] what keeps
-// DependenciesReady False.
+// [Graph.TeardownOrder] gives the reverse order for deletion and [Graph.Holding] what keeps
+// DependenciesReady False. Each edge has a [Link]: Requires (wait until Active; the
+// dependency is torn down after), References (ordering only: wait only while it does not
+// exist; a Release and its Component, which is Reconciling during the Release's rollout;
+// the tooling draws it under its target), Contains (an aggregate and its members: wait
+// until Active; the members are torn down first).
 //
 // Retries. [Immediate], [ExponentialBackoff] and [RateLimited] implement client-go's
 // workqueue.TypedRateLimiter, so a controller-runtime controller can use them directly;
@@ -27,7 +31,8 @@
 // deletion) into the conditions to store and the phase to write, one legal step at a time.
 //
 // Kinds. A kind plugs in a [Driver] (Observe, Provision, Update, Deprovision, each returning
-// an [Outcome]) and [KindOptions] (transition table, dependency extractor, retry policy,
+// an [Outcome]) and [KindOptions] (transition table, dependency extractors — Dependencies,
+// References, Members — retry policy,
 // concurrency, periodic requeue, timeouts). The controller-runtime pipeline that runs them
 // (watch, filters, queue, workers, status writes with a resourceVersion precondition, events
 // on pkg/eventbus) builds on these pieces.

@@ -83,8 +83,19 @@ type KindOptions[O client.Object] struct {
 	Driver Driver[O]
 	// Transitions narrows the phase transitions (default DefaultTransitions()).
 	Transitions TransitionTable
-	// Dependencies lists what an object depends on (nil: nothing).
+	// Dependencies lists what an object depends on (nil: nothing): it is reconciled only
+	// while they are Active, and each is torn down after it (link Requires).
 	Dependencies func(O) []Ref
+	// References lists what an object depends on for ordering only (link References): it
+	// is held only while one does not exist (DependenciesReady=False naming it), never by
+	// its phase; each is torn down after it. The tooling draws the object under each (a
+	// Release under its Component). Nil: none.
+	References func(O) []Ref
+	// Members lists the objects an aggregate is made of (link Contains): it is reconciled
+	// only while they are Active; its deletion waits, after its Deprovision (which deletes
+	// them), until they are gone, and theirs does not wait for it (an Application and its
+	// Components). Nil: none.
+	Members func(O) []Ref
 	// Retry decides retries per error class (default DefaultPolicy).
 	Retry *Policy[reconcile.Request]
 	// Thrash defers objects reconciled too often (default: more than 20 times in 1 minute →
@@ -121,8 +132,15 @@ func (o *KindOptions[O]) Complete(rand func() float64) {
 	if o.Transitions == nil {
 		o.Transitions = DefaultTransitions()
 	}
+	none := func(O) []Ref { return nil }
 	if o.Dependencies == nil {
-		o.Dependencies = func(O) []Ref { return nil }
+		o.Dependencies = none
+	}
+	if o.References == nil {
+		o.References = none
+	}
+	if o.Members == nil {
+		o.Members = none
 	}
 	if o.Retry == nil {
 		o.Retry = DefaultPolicy[reconcile.Request](rand)
@@ -157,6 +175,11 @@ func (o *KindOptions[O]) Validate() error {
 		return fmt.Errorf("lifecycle: kind %s: %w", o.Kind, err)
 	}
 	return nil
+}
+
+// links is everything an object depends on, each with its link.
+func (o *KindOptions[O]) links(obj O) []Dep {
+	return mergeDeps(o.Dependencies(obj), o.References(obj), o.Members(obj))
 }
 
 func nsName(ns, name string) types.NamespacedName {

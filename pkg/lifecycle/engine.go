@@ -94,7 +94,7 @@ type Engine struct {
 type kindEntry struct {
 	name    string
 	newObj  func() client.Object
-	deps    func(client.Object) []Ref
+	links   func(client.Object) []Dep
 	setup   func(mgr manager.Manager) error
 	notify  chan event.GenericEvent
 	running atomic.Bool
@@ -139,7 +139,7 @@ func Register[O Object](e *Engine, opts KindOptions[O]) error {
 	k := &kindEntry{
 		name:   opts.Kind,
 		newObj: func() client.Object { return opts.New() },
-		deps:   func(o client.Object) []Ref { return opts.Dependencies(o.(O)) },
+		links:  func(o client.Object) []Dep { return opts.links(o.(O)) },
 		notify: make(chan event.GenericEvent, 4096),
 
 		deletionTimeout: opts.DeletionTimeout,
@@ -237,7 +237,7 @@ func (e *Engine) observe(kind string, o any) {
 		return
 	}
 	ref := Ref{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	if err := e.graph.SetDependencies(ref, k.deps(obj)); err != nil {
+	if err := e.graph.SetLinks(ref, k.links(obj)); err != nil {
 		e.opts.Log.Warn("dependency graph: refused edges", "object", ref.String(), "err", err)
 	}
 	phase := obj.LifecycleStatus().Phase
@@ -252,6 +252,16 @@ func (e *Engine) observe(kind string, o any) {
 	old, seen := e.phases[ref]
 	e.phases[ref] = phase
 	e.mu.Unlock()
+	if !seen {
+		// What refers to it waited only for it to exist.
+		var refs []Ref
+		for _, d := range e.graph.DependentLinks(ref) {
+			if d.Link == References {
+				refs = append(refs, d.Ref)
+			}
+		}
+		e.wake(refs)
+	}
 	if seen && old == phase {
 		return
 	}
@@ -276,7 +286,7 @@ func (e *Engine) forget(ref Ref) {
 	}
 	e.m.finalizers.clear(ref)
 	e.sum.forget(ref)
-	deps := e.graph.Dependencies(ref)
+	deps := refsOf(e.graph.Links(ref))
 	_ = e.graph.SetDependencies(ref, nil)
 	if len(e.graph.Dependents(ref)) == 0 {
 		e.graph.Remove(ref)
@@ -327,13 +337,18 @@ func (e *Engine) CheckDependencies(kind string, obj client.Object) error {
 		return nil
 	}
 	ref := Ref{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	return e.graph.Check(ref, k.deps(obj))
+	return e.graph.Check(ref, refsOf(k.links(obj)))
 }
 
-// Dependencies returns what obj of a registered kind depends on.
+// Dependencies returns what obj of a registered kind depends on, whatever the link.
 func (e *Engine) Dependencies(kind string, obj client.Object) []Ref {
+	return refsOf(e.Links(kind, obj))
+}
+
+// Links returns what obj of a registered kind depends on, each with its link.
+func (e *Engine) Links(kind string, obj client.Object) []Dep {
 	if k := e.kind(kind); k != nil {
-		return k.deps(obj)
+		return k.links(obj)
 	}
 	return nil
 }

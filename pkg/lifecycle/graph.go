@@ -62,9 +62,9 @@ type Graph struct {
 	ids        map[Ref]int
 	refs       []Ref
 	free       []int
-	deps       []map[int]struct{} // id depends on these
-	dependents []map[int]struct{} // these depend on id
-	ord        []int              // ord[dep] < ord[dependent] for every edge
+	deps       []map[int]Link // id depends on these, through the link
+	dependents []map[int]Link // these depend on id, through the link
+	ord        []int          // ord[dep] < ord[dependent] for every edge
 	nextOrd    int
 
 	// DFS scratch, reused across checks.
@@ -96,14 +96,14 @@ func (g *Graph) node(r Ref) (id int, created bool) {
 		id = g.free[n-1]
 		g.free = g.free[:n-1]
 		g.refs[id] = r
-		g.deps[id] = map[int]struct{}{}
-		g.dependents[id] = map[int]struct{}{}
+		g.deps[id] = map[int]Link{}
+		g.dependents[id] = map[int]Link{}
 		g.ord[id] = g.nextOrd
 	} else {
 		id = len(g.refs)
 		g.refs = append(g.refs, r)
-		g.deps = append(g.deps, map[int]struct{}{})
-		g.dependents = append(g.dependents, map[int]struct{}{})
+		g.deps = append(g.deps, map[int]Link{})
+		g.dependents = append(g.dependents, map[int]Link{})
 		g.ord = append(g.ord, g.nextOrd)
 		g.mark = append(g.mark, 0)
 		g.parent = append(g.parent, -1)
@@ -125,17 +125,25 @@ func (g *Graph) drop(id int) {
 	g.free = append(g.free, id)
 }
 
-// AddEdges records that from depends on each of deps, adding objects as needed. If any edge
-// would close a cycle, none is added and the error is a *CycleError.
+// AddEdges records that from depends on each of deps (link Requires), adding objects as
+// needed. If any edge would close a cycle, none is added and the error is a *CycleError.
 func (g *Graph) AddEdges(from Ref, deps ...Ref) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.setLocked(from, deps, false)
+	return g.setLocked(from, Deps(Requires, deps...), false)
 }
 
-// SetDependencies makes deps the complete list of what from depends on (what an informer
-// sees on each update of from). On a cycle nothing changes and the error is a *CycleError.
+// SetDependencies makes deps the complete list of what from depends on, all through
+// Requires (what an informer sees on each update of from). On a cycle nothing changes and
+// the error is a *CycleError.
 func (g *Graph) SetDependencies(from Ref, deps []Ref) error {
+	return g.SetLinks(from, Deps(Requires, deps...))
+}
+
+// SetLinks makes deps the complete list of what from depends on, each through its link
+// (a target listed twice keeps the last link). On a cycle nothing changes and the error is
+// a *CycleError.
+func (g *Graph) SetLinks(from Ref, deps []Dep) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.setLocked(from, deps, true)
@@ -213,20 +221,20 @@ func (g *Graph) nextEpoch() {
 	}
 }
 
-func (g *Graph) snapshot(from Ref) ([]Ref, bool) {
+func (g *Graph) snapshot(from Ref) ([]Dep, bool) {
 	id, ok := g.ids[from]
 	if !ok {
 		return nil, false
 	}
-	old := make([]Ref, 0, len(g.deps[id]))
-	for d := range g.deps[id] {
-		old = append(old, g.refs[d])
+	old := make([]Dep, 0, len(g.deps[id]))
+	for d, l := range g.deps[id] {
+		old = append(old, Dep{Ref: g.refs[d], Link: l})
 	}
 	return old, true
 }
 
 // restore puts from's dependencies back to old.
-func (g *Graph) restore(from Ref, old []Ref) {
+func (g *Graph) restore(from Ref, old []Dep) {
 	id := g.ids[from]
 	for d := range g.deps[id] {
 		g.removeEdge(id, d)
@@ -234,7 +242,7 @@ func (g *Graph) restore(from Ref, old []Ref) {
 	for _, r := range old {
 		// The order may have moved since these edges were removed; re-adding through addEdge
 		// repairs it. It cannot find a cycle: the result is the graph as it was.
-		_ = g.addEdge(id, g.ids[r])
+		_ = g.addEdge(id, g.ids[r.Ref], r.Link)
 	}
 }
 
@@ -243,7 +251,7 @@ func (g *Graph) removeEdge(from, dep int) {
 	delete(g.dependents[dep], from)
 }
 
-func (g *Graph) setLocked(from Ref, deps []Ref, replace bool) error {
+func (g *Graph) setLocked(from Ref, deps []Dep, replace bool) error {
 	old, existed := g.snapshot(from)
 	fid, _ := g.node(from)
 	var created []int
@@ -253,7 +261,7 @@ func (g *Graph) setLocked(from Ref, deps []Ref, replace bool) error {
 	if replace {
 		want := map[Ref]bool{}
 		for _, d := range deps {
-			want[d] = true
+			want[d.Ref] = true
 		}
 		for d := range g.deps[fid] {
 			if !want[g.refs[d]] {
@@ -262,14 +270,16 @@ func (g *Graph) setLocked(from Ref, deps []Ref, replace bool) error {
 		}
 	}
 	for _, d := range deps {
-		did, isNew := g.node(d)
+		did, isNew := g.node(d.Ref)
 		if isNew {
 			created = append(created, did)
 		}
 		if _, ok := g.deps[fid][did]; ok {
+			// Same edge: a new link changes nothing in the order.
+			g.deps[fid][did], g.dependents[did][fid] = d.Link, d.Link
 			continue
 		}
-		if err := g.addEdge(fid, did); err != nil {
+		if err := g.addEdge(fid, did, d.Link); err != nil {
 			g.restore(from, old)
 			for i := len(created) - 1; i >= 0; i-- {
 				g.drop(created[i])
@@ -280,15 +290,15 @@ func (g *Graph) setLocked(from Ref, deps []Ref, replace bool) error {
 	return nil
 }
 
-// addEdge adds "x depends on y", keeping ord a topological order (Pearce–Kelly).
-func (g *Graph) addEdge(x, y int) error {
+// addEdge adds "x depends on y" through l, keeping ord a topological order (Pearce–Kelly).
+func (g *Graph) addEdge(x, y int, l Link) error {
 	if x == y {
 		return &CycleError{Path: []Ref{g.refs[x], g.refs[x]}}
 	}
 	lb, ub := g.ord[x], g.ord[y]
 	if ub < lb { // y already comes before x
-		g.deps[x][y] = struct{}{}
-		g.dependents[y][x] = struct{}{}
+		g.deps[x][y] = l
+		g.dependents[y][x] = l
 		return nil
 	}
 	g.nextEpoch()
@@ -349,8 +359,8 @@ func (g *Graph) addEdge(x, y int) error {
 		g.ord[n] = pool[i]
 		i++
 	}
-	g.deps[x][y] = struct{}{}
-	g.dependents[y][x] = struct{}{}
+	g.deps[x][y] = l
+	g.dependents[y][x] = l
 	return nil
 }
 
@@ -373,7 +383,9 @@ func (g *Graph) Remove(r Ref) {
 	}
 }
 
-// Dependencies returns what r depends on, sorted.
+// Dependencies returns what the tooling draws under r, sorted: what r depends on through
+// Requires and Contains, and what refers to r through References (a Component's Release).
+// Links gives what r depends on, whatever the link.
 func (g *Graph) Dependencies(r Ref) []Ref {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -381,10 +393,23 @@ func (g *Graph) Dependencies(r Ref) []Ref {
 	if !ok {
 		return nil
 	}
-	return g.sorted(g.deps[id])
+	set := map[int]struct{}{}
+	for d, l := range g.deps[id] {
+		if !l.Drawn() {
+			set[d] = struct{}{}
+		}
+	}
+	for d, l := range g.dependents[id] {
+		if l.Drawn() {
+			set[d] = struct{}{}
+		}
+	}
+	return g.sorted(set)
 }
 
-// Dependents returns what depends on r directly, sorted.
+// Dependents returns what depends on r directly, through any link, sorted (the tooling's
+// "what depends on it"; a References edge is drawn both ways from its target: under it in
+// Dependencies and here).
 func (g *Graph) Dependents(r Ref) []Ref {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -392,7 +417,34 @@ func (g *Graph) Dependents(r Ref) []Ref {
 	if !ok {
 		return nil
 	}
-	return g.sorted(g.dependents[id])
+	set := make(map[int]struct{}, len(g.dependents[id]))
+	for d := range g.dependents[id] {
+		set[d] = struct{}{}
+	}
+	return g.sorted(set)
+}
+
+// Links returns what r depends on, each with its link, sorted by Ref.
+func (g *Graph) Links(r Ref) []Dep {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	id, ok := g.ids[r]
+	if !ok {
+		return nil
+	}
+	return g.sortedDeps(g.deps[id])
+}
+
+// DependentLinks returns what depends on r, each with the link it depends on r through,
+// sorted by Ref.
+func (g *Graph) DependentLinks(r Ref) []Dep {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	id, ok := g.ids[r]
+	if !ok {
+		return nil
+	}
+	return g.sortedDeps(g.dependents[id])
 }
 
 func (g *Graph) sorted(set map[int]struct{}) []Ref {
@@ -401,6 +453,15 @@ func (g *Graph) sorted(set map[int]struct{}) []Ref {
 		out = append(out, g.refs[n])
 	}
 	slices.SortFunc(out, compareRefs)
+	return out
+}
+
+func (g *Graph) sortedDeps(set map[int]Link) []Dep {
+	out := make([]Dep, 0, len(set))
+	for n, l := range set {
+		out = append(out, Dep{Ref: g.refs[n], Link: l})
+	}
+	slices.SortFunc(out, func(a, b Dep) int { return compareRefs(a.Ref, b.Ref) })
 	return out
 }
 
@@ -421,8 +482,9 @@ func (g *Graph) Order() []Ref {
 }
 
 // TeardownOrder returns root and everything that depends on it, directly or not, in the
-// order to delete them: every object before what it depends on, root last. Nil if root is
-// not in the graph.
+// order to delete them: every object before what it depends on, root last. Contains edges
+// are not followed (an aggregate is not deleted because a member is). Nil if root is not
+// in the graph.
 func (g *Graph) TeardownOrder(root Ref) []Ref {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -433,8 +495,8 @@ func (g *Graph) TeardownOrder(root Ref) []Ref {
 	seen := map[int]bool{rid: true}
 	queue := []int{rid}
 	for i := 0; i < len(queue); i++ {
-		for w := range g.dependents[queue[i]] {
-			if !seen[w] {
+		for w, l := range g.dependents[queue[i]] {
+			if l.HoldsTeardown() && !seen[w] {
 				seen[w] = true
 				queue = append(queue, w)
 			}
@@ -449,13 +511,26 @@ func (g *Graph) TeardownOrder(root Ref) []Ref {
 }
 
 // Blocking returns the direct dependencies of r that are not active (active reports whether
-// an object is in phase Active; an object that does not exist is not), sorted. Empty means
-// r may be provisioned.
+// an object is in phase Active; an object that does not exist is not), sorted, whatever
+// their link. Empty means r may be provisioned. The engine uses Holding, which knows links.
 func (g *Graph) Blocking(r Ref, active func(Ref) bool) []Ref {
 	var out []Ref
-	for _, d := range g.Dependencies(r) {
-		if !active(d) {
-			out = append(out, d)
+	for _, d := range g.Links(r) {
+		if !active(d.Ref) {
+			out = append(out, d.Ref)
+		}
+	}
+	return out
+}
+
+// Holding returns the direct dependencies of r that hold its reconcile, sorted: each
+// through its link's Holds, given state (the object's phase and whether it exists).
+func (g *Graph) Holding(r Ref, state func(Ref) (Phase, bool)) []Ref {
+	var out []Ref
+	for _, d := range g.Links(r) {
+		phase, exists := state(d.Ref)
+		if d.Link.Holds(exists, phase) {
+			out = append(out, d.Ref)
 		}
 	}
 	return out

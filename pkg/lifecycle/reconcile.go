@@ -155,9 +155,9 @@ func (p *pass[O]) reconcile(ctx context.Context) (reconcile.Result, error) {
 		action   = ActionNone
 		blocking []Ref
 	)
-	if cerr := r.e.graph.SetDependencies(p.ref, r.o.Dependencies(p.obj)); cerr != nil {
+	if cerr := r.e.graph.SetLinks(p.ref, r.o.links(p.obj)); cerr != nil {
 		out = Outcome{Terminal: cerr, Reason: "DependencyCycle"}
-	} else if blocking = r.e.graph.Blocking(p.ref, r.e.isActive); len(blocking) == 0 {
+	} else if blocking = r.e.graph.Holding(p.ref, r.e.Phase); len(blocking) == 0 {
 		out, action, err = p.drive(ctx)
 	}
 	return p.finish(ctx, before, out, action, err, blocking)
@@ -267,9 +267,9 @@ func (p *pass[O]) finalize(ctx context.Context) (reconcile.Result, error) {
 	age := r.e.opts.Now().Sub(since)
 	before := p.obj.DeepCopyObject().(O)
 	var dependents []Ref
-	for _, d := range r.e.graph.Dependents(p.ref) {
-		if r.e.exists(d) {
-			dependents = append(dependents, d)
+	for _, d := range r.e.graph.DependentLinks(p.ref) {
+		if d.Link.HoldsTeardown() && r.e.exists(d.Ref) {
+			dependents = append(dependents, d.Ref)
 		}
 	}
 	var (
@@ -295,6 +295,9 @@ func (p *pass[O]) finalize(ctx context.Context) (reconcile.Result, error) {
 		}
 	} else {
 		out, err = r.o.Driver.Deprovision(ctx, p.obj)
+		if members := p.remainingMembers(); err == nil && out.Terminal == nil && out.Phase != PhaseReconciling && out.Phase != PhaseFailed && len(members) > 0 {
+			out = Outcome{Phase: PhaseReconciling, Reason: "WaitingForMembers", Message: "waiting for members to be deleted: " + strings.Join(members, ", ")}
+		}
 		if err == nil && out.Terminal == nil && out.Phase != PhaseReconciling && out.Phase != PhaseFailed {
 			controllerutil.RemoveFinalizer(p.obj, Finalizer)
 			if uerr := r.c.Update(ctx, p.obj); uerr != nil {
@@ -328,6 +331,18 @@ func (p *pass[O]) finalize(ctx context.Context) (reconcile.Result, error) {
 		next = append(next, r.o.DeletionTimeout-age+time.Millisecond)
 	}
 	return reconcile.Result{RequeueAfter: minPositive(next)}, nil
+}
+
+// remainingMembers names what the object contains (link Contains) that still exists: its
+// deletion waits for them.
+func (p *pass[O]) remainingMembers() []string {
+	var out []string
+	for _, d := range p.r.e.graph.Links(p.ref) {
+		if d.Link.HoldsDependentTeardown() && p.r.e.exists(d.Ref) {
+			out = append(out, d.String())
+		}
+	}
+	return out
 }
 
 // retry handles a failed write: conflicts at once (a fresh read fixes them), others through
