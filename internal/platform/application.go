@@ -22,17 +22,19 @@ import (
 	"kubeos.dev/kube/pkg/lifecycle"
 )
 
-// registerApplication registers the Application kind. Its Dependencies are its member
-// Components (spec.components, and the selector's matches recorded in status.components),
-// so the engine holds it until they are Active and tree shows them. While it is held the
-// driver does not run: the watch of Components refreshes the member labels and the status
-// table itself (applicationDriver.refresh), so status.components says which Component is
-// not ready and why also then.
+// registerApplication registers the Application kind. Its Members (lifecycle.Contains) are
+// its Components (spec.components, and the selector's matches recorded in
+// status.components), so the engine holds it until they are Active and tree shows them,
+// and its deletion outlives theirs: their finalizers do not wait for it, it waits for them
+// (application_teardown.go deletes them in dependency order). While it is held the driver
+// does not run: the watch of Components refreshes the member labels and the status table
+// itself (applicationDriver.refresh), so status.components says which Component is not
+// ready and why also then.
 func registerApplication(e *lifecycle.Engine, o Options) error {
 	d := &applicationDriver{o: o, apps: map[string]map[string]appMembership{}}
 	return RegisterData(e, o, lifecycle.KindOptions[*v1alpha1.Application]{Kind: "Application", New: func() *v1alpha1.Application { return &v1alpha1.Application{} },
 		Driver: d, MaxConcurrentReconciles: 4, Thrash: busyThrashGuard(),
-		Dependencies: func(app *v1alpha1.Application) []lifecycle.Ref {
+		Members: func(app *v1alpha1.Application) []lifecycle.Ref {
 			d.remember(app)
 			names := appListed(app)
 			refs := make([]lifecycle.Ref, len(names))
@@ -354,148 +356,6 @@ func (d *applicationDriver) summarize(app *v1alpha1.Application, members []membe
 			Message: ready + " ready; " + strings.Join(waiting, "; "), RequeueAfter: 30 * time.Second}
 	}
 	return lifecycle.Outcome{Exists: true, UpToDate: true, Reason: "ComponentsReady", Message: ready + " Components ready"}
-}
-
-// Deprovision deletes the members' Routes and Releases and the members, in reverse
-// dependency order, never the data services and Volumes they use: the first pass issues
-// the deletions and says what is kept (condition message and Event); the next one, once
-// every deletion is under way, lets the Application go. The engine then deletes each
-// Component only after its dependents (Routes, Components that depend on it) are gone.
-func (d *applicationDriver) Deprovision(ctx context.Context, app *v1alpha1.Application) (lifecycle.Outcome, error) {
-	d.forget(app)
-	members, err := d.members(ctx, app)
-	if err != nil {
-		return lifecycle.Outcome{}, err
-	}
-	for _, r := range app.Status.Components {
-		if !slices.ContainsFunc(members, func(m member) bool { return m.name == r.Name }) {
-			members = append(members, member{name: r.Name})
-		}
-	}
-	names := map[string]bool{}
-	var comps []*v1alpha1.Component
-	for _, m := range members {
-		names[m.name] = true
-		if m.comp != nil {
-			comps = append(comps, m.comp)
-		}
-	}
-	kept, err := d.kept(ctx, app.Namespace, comps)
-	if err != nil {
-		return lifecycle.Outcome{}, err
-	}
-	c := d.o.Client
-	pending := 0
-	var routes v1alpha1.RouteList
-	if err := c.List(ctx, &routes, client.InNamespace(app.Namespace)); err != nil {
-		return lifecycle.Outcome{}, fmt.Errorf("list routes: %w", err)
-	}
-	var victims []client.Object
-	for i := range routes.Items {
-		r := &routes.Items[i]
-		if routeNames(r, names) {
-			victims = append(victims, r)
-		}
-	}
-	var releases v1alpha1.ReleaseList
-	if err := c.List(ctx, &releases, client.InNamespace(app.Namespace)); err != nil {
-		return lifecycle.Outcome{}, fmt.Errorf("list releases: %w", err)
-	}
-	for i := range releases.Items {
-		if names[releases.Items[i].Spec.Component] {
-			victims = append(victims, &releases.Items[i])
-		}
-	}
-	for _, comp := range reverseDependencyOrder(comps) {
-		victims = append(victims, comp)
-	}
-	var deleted []string
-	for _, v := range victims {
-		if v.GetDeletionTimestamp() != nil {
-			continue
-		}
-		pending++
-		if err := c.Delete(ctx, v); err != nil && !apierrors.IsNotFound(err) {
-			return lifecycle.Outcome{}, fmt.Errorf("delete %T %s: %w", v, v.GetName(), err)
-		}
-		deleted = append(deleted, kindOf(v)+"/"+v.GetName())
-	}
-	msg := "deleting " + strings.Join(deleted, ", ")
-	if len(deleted) == 0 {
-		msg = "Components, Routes and Releases deleted"
-	}
-	if len(kept) > 0 {
-		msg += "; " + strings.Join(kept, "; ")
-	}
-	if pending > 0 {
-		if len(kept) > 0 {
-			recordEvent(d.o.Events, app, true, "Kept", "Delete", strings.Join(kept, "; "))
-		}
-		recordEvent(d.o.Events, app, true, "DeletingComponents", "Delete", msg)
-		return lifecycle.Outcome{Phase: lifecycle.PhaseReconciling, Reason: "DeletingComponents", Message: msg, RequeueAfter: time.Second}, nil
-	}
-	return lifecycle.Outcome{Reason: "Deprovisioned", Message: msg}, nil
-}
-
-func kindOf(o client.Object) string {
-	switch o.(type) {
-	case *v1alpha1.Route:
-		return "Route"
-	case *v1alpha1.Release:
-		return "Release"
-	default:
-		return "Component"
-	}
-}
-
-func routeNames(r *v1alpha1.Route, names map[string]bool) bool {
-	for _, rule := range r.Spec.Rules {
-		for _, b := range rule.Backends {
-			if names[b.Component] {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// reverseDependencyOrder orders Components so that one is deleted before those it depends
-// on (spec.dependsOn of kind Component); ties by name.
-func reverseDependencyOrder(comps []*v1alpha1.Component) []*v1alpha1.Component {
-	byName := map[string]*v1alpha1.Component{}
-	for _, c := range comps {
-		byName[c.Name] = c
-	}
-	var order []*v1alpha1.Component // dependencies first
-	state := map[string]int{}       // 1 visiting, 2 done
-	var visit func(c *v1alpha1.Component)
-	visit = func(c *v1alpha1.Component) {
-		if state[c.Name] != 0 {
-			return
-		}
-		state[c.Name] = 1
-		deps := []string{}
-		for _, dep := range c.Spec.DependsOn {
-			if dep.Kind == "Component" && (dep.Namespace == "" || dep.Namespace == c.Namespace) {
-				deps = append(deps, dep.Name)
-			}
-		}
-		sort.Strings(deps)
-		for _, n := range deps {
-			if dc := byName[n]; dc != nil {
-				visit(dc)
-			}
-		}
-		state[c.Name] = 2
-		order = append(order, c)
-	}
-	sorted := slices.Clone(comps)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	for _, c := range sorted {
-		visit(c)
-	}
-	slices.Reverse(order)
-	return order
 }
 
 // dataKinds are the kinds a Component uses that an Application never deletes.

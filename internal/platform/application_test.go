@@ -1,9 +1,13 @@
 package platform
 
 import (
+	"reflect"
+	"slices"
+	"sort"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/pkg/lifecycle"
@@ -40,26 +44,105 @@ func TestApplicationTable(t *testing.T) {
 	}
 }
 
-func TestReverseDependencyOrder(t *testing.T) {
+func TestTeardownStep(t *testing.T) {
 	dep := func(c *v1alpha1.Component, on ...string) *v1alpha1.Component {
 		for _, n := range on {
 			c.Spec.DependsOn = append(c.Spec.DependsOn, v1alpha1.DependencyRef{Kind: "Component", Name: n})
 		}
 		return c
 	}
-	// web → api → db-proxy; worker → api.
-	comps := []*v1alpha1.Component{dep(comp("api", ""), "db-proxy"), comp("db-proxy", ""), dep(comp("web", ""), "api"), dep(comp("worker", ""), "api")}
-	var got []string
-	for _, c := range reverseDependencyOrder(comps) {
-		got = append(got, c.Name)
+	route := func(name string, backends ...string) v1alpha1.Route {
+		r := v1alpha1.Route{}
+		r.Name = name
+		var bs []v1alpha1.RouteBackend
+		for _, b := range backends {
+			bs = append(bs, v1alpha1.RouteBackend{Component: b})
+		}
+		r.Spec.Rules = []v1alpha1.RouteRule{{Backends: bs}}
+		return r
 	}
-	pos := map[string]int{}
-	for i, n := range got {
-		pos[n] = i
+	release := func(name, comp string) v1alpha1.Release {
+		r := v1alpha1.Release{}
+		r.Name, r.Spec.Component = name, comp
+		return r
 	}
-	if len(got) != 4 || pos["web"] > pos["api"] || pos["worker"] > pos["api"] || pos["api"] > pos["db-proxy"] {
-		t.Fatalf("order %v: a Component must go before what it depends on", got)
+	deleting := func(o client.Object) { now := metav1.Now(); o.SetDeletionTimestamp(&now) }
+	// web → api → db-proxy; worker → api; a Route to web and to another app's Component; a
+	// Release of api; a Route and a Release of others are not the Application's.
+	all := func() ([]*v1alpha1.Component, []v1alpha1.Route, []v1alpha1.Release) {
+		return []*v1alpha1.Component{dep(comp("api", ""), "db-proxy"), comp("db-proxy", ""), dep(comp("web", ""), "api"), dep(comp("worker", ""), "api")},
+			[]v1alpha1.Route{route("front", "web", "elsewhere"), route("other", "elsewhere")},
+			[]v1alpha1.Release{release("api", "api"), release("x", "elsewhere")}
 	}
+	keys := func(items []teardownItem, idx []int) []string {
+		var out []string
+		for _, i := range idx {
+			out = append(out, items[i].key)
+		}
+		sort.Strings(out)
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		// drop removes objects (gone); mark marks them deleting.
+		drop, mark []string
+		now        []string
+		waits      map[string][]string
+	}{
+		{name: "first wave: Routes, Releases and what no member depends on",
+			now: []string{"Release/api", "Route/front", "Component/worker"},
+			waits: map[string][]string{"Component/web": {"Route/front"}, "Component/api": {"Component/web", "Component/worker", "Release/api"},
+				"Component/db-proxy": {"Component/api"}}},
+		{name: "issued deletions are not issued again", mark: []string{"Release/api", "Route/front", "Component/worker"},
+			waits: map[string][]string{"Component/web": {"Route/front"}, "Component/api": {"Component/web", "Component/worker", "Release/api"},
+				"Component/db-proxy": {"Component/api"}}},
+		{name: "the Route gone: web", drop: []string{"Route/front"}, mark: []string{"Release/api", "Component/worker"}, now: []string{"Component/web"},
+			waits: map[string][]string{"Component/api": {"Component/web", "Component/worker", "Release/api"}, "Component/db-proxy": {"Component/api"}}},
+		{name: "web gone, worker still going", drop: []string{"Route/front", "Release/api", "Component/web"}, mark: []string{"Component/worker"},
+			waits: map[string][]string{"Component/api": {"Component/worker"}, "Component/db-proxy": {"Component/api"}}},
+		{name: "api last but one", drop: []string{"Route/front", "Release/api", "Component/web", "Component/worker"}, now: []string{"Component/api"},
+			waits: map[string][]string{"Component/db-proxy": {"Component/api"}}},
+		{name: "db-proxy last", drop: []string{"Route/front", "Release/api", "Component/web", "Component/worker", "Component/api"}, now: []string{"Component/db-proxy"},
+			waits: map[string][]string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			comps, routes, releases := all()
+			var items []teardownItem
+			for _, it := range teardownItems(comps, routes, releases) {
+				if slices.Contains(tc.drop, it.key) {
+					continue
+				}
+				if slices.Contains(tc.mark, it.key) {
+					deleting(it.obj)
+				}
+				items = append(items, it)
+			}
+			now, waits := teardownStep(items)
+			if got := keys(items, now); !slices.Equal(got, sorted(tc.now)) {
+				t.Errorf("now %v, want %v", got, sorted(tc.now))
+			}
+			want := map[string][]string{}
+			for k, v := range tc.waits {
+				want[k] = sorted(v)
+			}
+			if !reflect.DeepEqual(waits, want) {
+				t.Errorf("waits %v, want %v", waits, want)
+			}
+		})
+	}
+	// Nothing of another Application's: the Route "other" and the Release "x" are not items.
+	comps, routes, releases := all()
+	for _, it := range teardownItems(comps, routes, releases) {
+		if it.key == "Route/other" || it.key == "Release/x" {
+			t.Errorf("item %s is not the Application's", it.key)
+		}
+	}
+}
+
+func sorted(s []string) []string {
+	out := slices.Clone(s)
+	sort.Strings(out)
+	return out
 }
 
 func TestValidateApplicationSpec(t *testing.T) {

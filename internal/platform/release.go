@@ -23,15 +23,20 @@ import (
 // and watches Components (the one it ships), Alerts (its analysis) and Routes (a Route
 // fronting the Component switches the weighting to the gateway).
 //
-// The Release does not declare its Component a Dependency: the engine holds a dependent
-// while a dependency is not Active, and a Component is Reconciling exactly while a Release
-// rolls it — the Release could never see its rollout fail and roll it back. A missing
-// Component is a wait (ComponentNotFound) in the driver instead.
+// The Release References its Component (lifecycle.References, ordering only), not a
+// Dependency: the engine would hold it while the Component is not Active, and a Component
+// is Reconciling exactly while a Release rolls it — the Release could never see its
+// rollout fail and roll it back. The reference holds the Release only while the Component
+// does not exist (DependenciesReady=False naming it), deletes the Release before the
+// Component (the Component's finalizer waits for it), and puts the Release under its
+// Component in `kube ctl tree`. The driver's ComponentNotFound wait stays for the moment
+// before the engine has seen the Component.
 func registerRelease(e *lifecycle.Engine, o Options) error {
 	d := &releaseDriver{o: o, idx: newReleaseIndex()}
 	return RegisterData(e, o, lifecycle.KindOptions[*v1alpha1.Release]{Kind: "Release", New: func() *v1alpha1.Release { return &v1alpha1.Release{} },
 		Driver: d, MaxConcurrentReconciles: 4, Thrash: busyThrashGuard(),
-		Owns: []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
+		References: releaseReferences,
+		Owns:       []client.Object{&appsv1.Deployment{}, &corev1.Service{}},
 		Watches: []lifecycle.Watch{
 			{Object: &v1alpha1.Component{}, Map: func(_ context.Context, obj client.Object) []types.NamespacedName {
 				return d.idx.byComponent(obj.GetNamespace(), obj.GetName())
@@ -59,6 +64,14 @@ func registerRelease(e *lifecycle.Engine, o Options) error {
 				return out
 			}},
 		}})
+}
+
+// releaseReferences is the Component a Release ships.
+func releaseReferences(rel *v1alpha1.Release) []lifecycle.Ref {
+	if rel.Spec.Component == "" {
+		return nil
+	}
+	return []lifecycle.Ref{{Kind: "Component", Namespace: rel.Namespace, Name: rel.Spec.Component}}
 }
 
 // busyThrashGuard is the thrash guard of kinds that follow other objects' progress (a

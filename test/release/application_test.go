@@ -1,10 +1,12 @@
 package release
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -154,33 +156,13 @@ spec:
 		})
 	}
 
-	// Record the order the Components go in.
-	cfg, err := srv.Config()
-	if err != nil {
-		t.Fatal(err)
-	}
-	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: admin.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	w, err := wc.Watch(ctx, &v1alpha1.ComponentList{}, client.InNamespace(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	var mu sync.Mutex
-	var gone []string
-	go func() {
-		for ev := range w.ResultChan() {
-			if c, ok := ev.Object.(*v1alpha1.Component); ok && ev.Type == watch.Deleted {
-				mu.Lock()
-				gone = append(gone, c.Name)
-				mu.Unlock()
-			}
-		}
-	}()
+	// kube ctl tree: the Release is drawn under its Component (it References it), the
+	// Components under the Application (its members) and the Database under back.
+	checkTree(t)
+
+	// Record, in etcd's order (resourceVersion), when each object's deletion is issued
+	// and when it is gone.
+	seq := watchDeletions(t, &v1alpha1.ComponentList{}, &v1alpha1.ReleaseList{}, &v1alpha1.RouteList{}, &v1alpha1.ApplicationList{})
 
 	if out, errOut, err := kubectl(t, "", "delete", "application", "store", "--wait=false"); err != nil {
 		t.Fatalf("delete: %v %s%s", err, out, errOut)
@@ -189,12 +171,35 @@ spec:
 		return errors.Join(notFound(t, &v1alpha1.Application{}, "store"), notFound(t, &v1alpha1.Component{}, "front"),
 			notFound(t, &v1alpha1.Component{}, "back"), notFound(t, &v1alpha1.Release{}, "front"), notFound(t, &v1alpha1.Route{}, "store"))
 	})
+	// Each deletion is issued only once what must go first is gone: the Release and the
+	// Route before front, front (which depends on back) before back, and the Application
+	// outlives them all.
 	eventually(t, 10*time.Second, func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if !slices.Equal(gone, []string{"front", "back"}) {
-			return fmt.Errorf("components deleted in the order %v, want front (which depends on back) first", gone)
+		steps := seq()
+		at := func(what string) int {
+			if i := slices.Index(steps, what); i >= 0 {
+				return i
+			}
+			return 1 << 30
 		}
+		for _, w := range []string{"deleting Application/store", "gone Application/store", "gone Release/front", "gone Route/store",
+			"deleting Component/front", "gone Component/front", "deleting Component/back", "gone Component/back"} {
+			if at(w) == 1<<30 {
+				return fmt.Errorf("no %q in %v", w, steps)
+			}
+		}
+		for _, before := range [][2]string{
+			{"gone Release/front", "deleting Component/front"},
+			{"gone Route/store", "deleting Component/front"},
+			{"gone Component/front", "deleting Component/back"},
+			{"gone Component/back", "gone Application/store"},
+			{"deleting Application/store", "deleting Release/front"},
+		} {
+			if at(before[0]) > at(before[1]) {
+				t.Errorf("%q after %q; the deletions in etcd's order: %v", before[0], before[1], steps)
+			}
+		}
+		t.Logf("  deletions in etcd's order: %v", steps)
 		return nil
 	})
 	if db := get(t, &v1alpha1.Database{}, "orders-db"); db.DeletionTimestamp != nil {
@@ -213,4 +218,119 @@ spec:
 		}
 		return fmt.Errorf("no Kept event for Application store")
 	})
+}
+
+// checkTree: `kubectl kube tree application/store` draws front and back under the
+// Application, the Release front under the Component front and the Database under back.
+func checkTree(t *testing.T) {
+	t.Helper()
+	out, errOut, err := kubectl(t, "", "kube", "tree", "application/store")
+	if err != nil {
+		t.Fatalf("kubectl kube tree application/store: %v\n%s%s", err, out, errOut)
+	}
+	t.Logf("  kubectl kube tree application/store:\n%s", out)
+	type row struct {
+		depth      int
+		name, kind string
+	}
+	var rows []row
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		line = strings.Replace(line, " (↑ shown above)", "", 1) // a back-reference
+		rest := strings.TrimLeft(line, "│├└─ ")
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			continue
+		}
+		// Each level is two columns of drawing ("├─", "│ ", "  ") before the name.
+		depth := len([]rune(line[:len(line)-len(rest)])) / 2
+		rows = append(rows, row{depth, f[0], f[1]})
+	}
+	parent := func(i int) row {
+		for j := i - 1; j >= 0; j-- {
+			if rows[j].depth < rows[i].depth {
+				return rows[j]
+			}
+		}
+		return row{}
+	}
+	want := map[string]string{"Component/front": "Application/store", "Release/front": "Component/front",
+		"Component/back": "Component/front", "Database/orders-db": "Component/back"}
+	got := map[[2]string]bool{}
+	for i, r := range rows {
+		if p := parent(i); p.name != "" {
+			got[[2]string{r.kind + "/" + r.name, p.kind + "/" + p.name}] = true
+		}
+	}
+	for child, p := range want {
+		if !got[[2]string{child, p}] {
+			t.Errorf("tree: %s not drawn under %s; tree:\n%s", child, p, out)
+		}
+	}
+}
+
+// watchDeletions watches the lists' kinds in the namespace and returns what it saw so far
+// in etcd's order: "deleting Kind/name" when a deletionTimestamp first appears, "gone
+// Kind/name" when the object is deleted.
+func watchDeletions(t *testing.T, lists ...client.ObjectList) func() []string {
+	t.Helper()
+	cfg, err := srv.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: admin.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	type step struct {
+		rv   uint64
+		what string
+	}
+	var (
+		mu    sync.Mutex
+		steps []step
+		seen  = map[string]bool{}
+	)
+	for _, l := range lists {
+		w, err := wc.Watch(ctx, l, client.InNamespace(ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		go func() {
+			for ev := range w.ResultChan() {
+				o, ok := ev.Object.(client.Object)
+				if !ok {
+					continue
+				}
+				kinds, _, err := admin.Scheme().ObjectKinds(o)
+				if err != nil || len(kinds) == 0 {
+					continue
+				}
+				key := kinds[0].Kind + "/" + o.GetName()
+				rv, _ := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
+				mu.Lock()
+				switch {
+				case ev.Type == watch.Deleted:
+					steps = append(steps, step{rv, "gone " + key})
+				case o.GetDeletionTimestamp() != nil && !seen[key]:
+					seen[key] = true
+					steps = append(steps, step{rv, "deleting " + key})
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		s := slices.Clone(steps)
+		slices.SortStableFunc(s, func(a, b step) int { return cmp.Compare(a.rv, b.rv) })
+		out := make([]string, len(s))
+		for i, x := range s {
+			out[i] = x.what
+		}
+		return out
+	}
 }
