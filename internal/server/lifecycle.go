@@ -56,6 +56,9 @@ type LifecycleOptions struct {
 	// DriftCheckPeriod is how often Active data objects (Database, Cache, Topic, Bucket) are
 	// observed for drift (default platform.DataPeriod).
 	DriftCheckPeriod time.Duration
+	// AlertInterval is how often Alerts are evaluated (--alert-evaluation-interval; default
+	// 15 s, Prometheus's usual evaluation_interval).
+	AlertInterval time.Duration
 }
 
 func (o *LifecycleOptions) complete() {
@@ -79,6 +82,9 @@ func (o *LifecycleOptions) validate() error {
 	}
 	if o.DriftCheckPeriod < 0 {
 		return fmt.Errorf("drift check period %s is negative", o.DriftCheckPeriod)
+	}
+	if o.AlertInterval < 0 {
+		return fmt.Errorf("--alert-evaluation-interval %s is negative", o.AlertInterval)
 	}
 	for kind, d := range o.DeletionTimeouts {
 		if !slices.Contains(platform.Kinds, kind) {
@@ -153,6 +159,11 @@ func (s *Server) newLifecycle(inner platformAuthorizer) (*lifecycleState, error)
 			t.PeriodicRequeue = o.DriftCheckPeriod
 			kinds[kind] = t
 		}
+	}
+	if o.AlertInterval > 0 {
+		t := kinds["Alert"]
+		t.PeriodicRequeue = o.AlertInterval
+		kinds["Alert"] = t
 	}
 	registry := servers.NewRegistry(direct) // the informer cache once synced (startLifecycle)
 	events := &platform.Events{}            // the controllers' recorder once they run

@@ -217,7 +217,7 @@ kind: Alert
 metadata: {name: certs-active, namespace: %s}
 spec:
   expr: 'kube_lifecycle_phase{kind="Certificate",phase="Active"} > 0'
-  for: 20s
+  for: 6s
   labels: {severity: page}
   annotations: {summary: '{{ $value }} active {{ $labels.kind }}s'}
   receivers:

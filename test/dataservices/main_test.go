@@ -21,6 +21,9 @@ import (
 // driftPeriod is the periodic observe of Active data objects in these tests.
 const driftPeriod = 5 * time.Second
 
+// alertInterval is the Alerts' evaluation interval in these tests (15 s by default).
+const alertInterval = 2 * time.Second
+
 var (
 	srv       *servertest.Server
 	serverLog servertest.Buffer
@@ -67,6 +70,7 @@ rules:
 	srv, err = servertest.StartWith(filepath.Join(dir, "kube"), &serverLog, func(o *server.Options) {
 		o.AuditPolicyFile, o.AuditLogPath = policy, auditLog
 		o.DriftCheckPeriod = driftPeriod
+		o.AlertInterval = alertInterval
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dataservices: start server: %v\n%s", err, serverLog.String())
