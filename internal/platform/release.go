@@ -242,6 +242,14 @@ func (d *releaseDriver) look(ctx context.Context, rel *v1alpha1.Release) (*relea
 		return nil, &lifecycle.Outcome{Phase: lifecycle.PhaseReconciling, Reason: "WorkloadNotFound",
 			Message: fmt.Sprintf("waiting for Deployment %s of Component %s", comp.Name, comp.Name), RequeueAfter: 5 * time.Second}, nil
 	}
+	if l.plan.Canary {
+		if i := mainIndex(l.stable.Spec.Template.Spec.Containers); i >= 0 {
+			if _, err := resolveRevisionEnv(envDiff(comp.Spec.Env, l.target.Env), l.stable.Spec.Template.Spec.Containers[i].Env); err != nil {
+				return nil, &lifecycle.Outcome{Terminal: fmt.Errorf("the revision's env cannot run as the canary of Component %s: %w", comp.Name, err),
+					Reason: "InvalidPlaceholder"}, nil
+			}
+		}
+	}
 	if (l.plan.PatchComponent || l.plan.RevertComponent) && comp.Spec.Workload != "" && comp.Spec.Workload != v1alpha1.WorkloadDeployment {
 		return nil, &lifecycle.Outcome{Terminal: fmt.Errorf("component %s runs as a %s: a Release ships Deployments only", comp.Name, comp.Spec.Workload),
 			Reason: "UnsupportedWorkload"}, nil

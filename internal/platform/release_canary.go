@@ -91,8 +91,13 @@ func canaryDeployment(rel *v1alpha1.Release, comp *v1alpha1.Component, stable *a
 	if i := mainIndex(tpl.Spec.Containers); i >= 0 {
 		c := &tpl.Spec.Containers[i]
 		c.Image = target.Image
-		// The revision's env goes over the container's (which holds the injected connections).
+		// The revision's env goes over the container's (which holds the injected connections),
+		// its placeholders resolved as the Component resolves spec.env (look refuses a
+		// revision whose placeholders do not resolve).
 		over := envDiff(comp.Spec.Env, target.Env)
+		if resolved, err := resolveRevisionEnv(over, c.Env); err == nil {
+			over = resolved
+		}
 		c.Env = mergeRevision(revisionSpec{Env: c.Env}, "", over).Env
 	}
 	pds := int32(deadline.Seconds())

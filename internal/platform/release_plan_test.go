@@ -250,6 +250,8 @@ func TestValidateReleaseSpec(t *testing.T) {
 		{"over 100", v1alpha1.ReleaseSpec{Component: "web", Strategy: v1alpha1.ReleaseStrategy{Type: v1alpha1.ReleaseCanary, Steps: []v1alpha1.ReleaseStep{w(101)}}}, "spec.strategy.steps[0].setWeight"},
 		{"decreasing", v1alpha1.ReleaseSpec{Component: "web", Strategy: v1alpha1.ReleaseStrategy{Type: v1alpha1.ReleaseCanary, Steps: []v1alpha1.ReleaseStep{w(50), w(20)}}}, "spec.strategy.steps[1].setWeight"},
 		{"steps on rolling", v1alpha1.ReleaseSpec{Component: "web", Strategy: v1alpha1.ReleaseStrategy{Steps: []v1alpha1.ReleaseStep{w(50)}}}, "spec.strategy.steps"},
+		{"placeholder", v1alpha1.ReleaseSpec{Component: "web", Env: []corev1.EnvVar{{Name: "DSN", Value: "${resources.orders.url}"}}}, ""},
+		{"malformed placeholder", v1alpha1.ReleaseSpec{Component: "web", Env: []corev1.EnvVar{{Name: "A", Value: "a"}, {Name: "DSN", Value: "${resources.orders}"}}}, "spec.env[1].value"},
 	} {
 		errs := ValidateReleaseSpec(&c.spec)
 		switch {

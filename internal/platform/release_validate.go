@@ -45,6 +45,11 @@ func ValidateReleaseSpec(s *v1alpha1.ReleaseSpec) field.ErrorList {
 	if s.Component == "" {
 		errs = append(errs, field.Required(field.NewPath("spec", "component"), ""))
 	}
+	for i, e := range s.Env {
+		if _, err := parseComponentPlaceholders(e.Value); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "env").Index(i).Child("value"), e.Value, err.Error()))
+		}
+	}
 	switch s.Strategy.Type {
 	case "", v1alpha1.ReleaseRolling, v1alpha1.ReleaseRecreate:
 		if len(s.Strategy.Steps) > 0 {
