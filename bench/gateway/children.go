@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -175,8 +174,7 @@ func serveGateway(listen, upstream string, n int, profile, accessFile string) {
 			log.Fatal(err)
 		}
 		defer f.Close()
-		// As the agent: its text logger, with the attributes it adds.
-		o.AccessLog = slog.New(slog.NewTextHandler(f, nil)).With("component", "gateway", "log", "access")
+		o.AccessLog = f // as the agent's default, a file descriptor (its standard error)
 	}
 	g, err := gateway.New(o)
 	if err != nil {
@@ -199,4 +197,5 @@ func serveGateway(listen, upstream string, n int, profile, accessFile string) {
 	if err := srv.Serve(l); err != nil && err != http.ErrServerClosed {
 		log.Fatal(err)
 	}
+	g.Flush()
 }

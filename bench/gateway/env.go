@@ -14,8 +14,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/vishvananda/netlink"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
 
 	"kubeos.dev/kube/internal/agent/proxy"
 )
@@ -81,6 +83,7 @@ func (e *environment) stop() {
 // setup brings lo up with the pod address (in the namespace), starts the upstream, the
 // gateway and the Service proxy as the targets need them, and checks each target answers.
 func setup(c config) (*environment, error) {
+	klog.SetLogger(logr.Discard()) // the Service proxy's informers
 	e := &environment{netns: c.netns && os.Getenv(innerEnv) != "", byName: map[string]target{}}
 	ok := false
 	defer func() {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -31,8 +33,12 @@ type GatewayOptions struct {
 	HTTPPort, HTTPSPort int
 	// MetricsPort serves the kube_gateway_* metrics on /metrics (0: not served).
 	MetricsPort int
-	// AccessLog logs one line per request through the agent's logger.
+	// AccessLog logs one line per request (logfmt, in the shape of the agent's text log)
+	// to AccessLogWriter, buffered: in chunks, at the latest 100 ms after a request.
 	AccessLog bool
+	// AccessLogWriter receives the access log (default: the process's standard error,
+	// where kube agent and kube server write their log; tests give a file).
+	AccessLogWriter io.Writer
 	// Registry receives the metrics (default: a registry of its own).
 	Registry *prometheus.Registry
 	// Ready, when set, is called with the bound addresses (tests).
@@ -104,7 +110,10 @@ func (a *Agent) gateway() (func(context.Context) error, error) {
 	gopts := gateway.Options{Kube: kc, Kubeos: xc, HTTPAddr: addr(o.HTTPPort), HTTPSAddr: addr(o.HTTPSPort),
 		Registerer: reg, Log: log, Ready: o.Ready}
 	if o.AccessLog {
-		gopts.AccessLog = log.With("log", "access")
+		gopts.AccessLog = o.AccessLogWriter
+		if gopts.AccessLog == nil {
+			gopts.AccessLog = os.Stderr
+		}
 	}
 	g, err := gateway.New(gopts)
 	if err != nil {

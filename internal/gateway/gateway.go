@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -35,9 +36,18 @@ type Options struct {
 	HTTPAddr, HTTPSAddr string
 	// Registerer receives the kube_gateway_* metrics (default: a registry of its own).
 	Registerer prometheus.Registerer
-	// Log is the gateway's logger; AccessLog, when set, gets one line per request
-	// (default: none).
-	Log, AccessLog *slog.Logger
+	// Log is the gateway's logger.
+	Log *slog.Logger
+	// AccessLog, when set, gets one logfmt line per request (see accesslog.go), buffered:
+	// written in chunks, at the latest 100 ms after a request and when Run ends (or on
+	// Flush). Default: none.
+	AccessLog io.Writer
+	// BuildInterval is the least time between two table compilations: the first change
+	// after a quiet spell is compiled at once, a burst of changes (EndpointSlice churn)
+	// coalesces into one compilation per interval — longer when compiling takes longer
+	// (at least twice the last compilation's time), so that compiling never takes more
+	// than a third of a core. Default 100 ms.
+	BuildInterval time.Duration
 	// DialTimeout bounds a connection to an endpoint (default 5 s).
 	DialTimeout time.Duration
 	// Ready, when set, is called with the bound addresses once the first table is in
@@ -49,9 +59,10 @@ type Options struct {
 type Gateway struct {
 	opts      Options
 	log       *slog.Logger
-	access    *slog.Logger
+	access    *accessLog // nil: no access log
 	table     atomic.Pointer[Table]
 	metrics   *metrics
+	noRoute   *routeMetrics // the series of requests that match no Route
 	transport *http.Transport
 	proxy     http.Handler
 }
@@ -62,26 +73,34 @@ func New(o Options) (*Gateway, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	if o.AccessLog == nil {
-		o.AccessLog = slog.New(slog.DiscardHandler)
-	}
 	if o.Registerer == nil {
 		o.Registerer = prometheus.NewRegistry()
 	}
 	if o.DialTimeout == 0 {
 		o.DialTimeout = 5 * time.Second
 	}
+	if o.BuildInterval == 0 {
+		o.BuildInterval = 100 * time.Millisecond
+	}
 	m, err := newMetrics(o.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: metrics: %w", err)
 	}
-	g := &Gateway{opts: o, log: o.Log, access: o.AccessLog, metrics: m}
+	g := &Gateway{opts: o, log: o.Log, metrics: m, noRoute: m.route(RouteKey{})}
+	if o.AccessLog != nil {
+		g.access = newAccessLog(o.AccessLog)
+	}
+	// Keep-alive to every endpoint, with room for as many idle connections per endpoint as
+	// requests to it are in flight at a busy moment (a connection closed for want of an
+	// idle slot is a new TCP handshake for the next request). No transparent gzip: the
+	// client's Accept-Encoding goes through as it is and the answer comes back untouched.
 	g.transport = &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        4096,
-		MaxIdleConnsPerHost: 256,
+		MaxIdleConns:        16384,
+		MaxIdleConnsPerHost: 1024,
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   false,
+		DisableCompression:  true,
 	}
 	g.proxy = g.newReverseProxy()
 	g.table.Store(Compile(Input{}))
@@ -89,23 +108,37 @@ func New(o Options) (*Gateway, error) {
 }
 
 // Swap puts t in force for the requests that start from now on (those in flight finish
-// with the table they started with).
+// with the table they started with). It binds each rule to its Route's metric series
+// first.
 func (g *Gateway) Swap(t *Table) {
-	g.table.Store(t)
-	g.metrics.builds.Inc()
-	keep := map[RouteKey]bool{}
-	for _, es := range t.exact {
+	keep := map[RouteKey]*routeMetrics{}
+	bind := func(es []*entry) {
 		for _, e := range es {
-			keep[e.route] = true
+			rm := keep[e.route]
+			if rm == nil {
+				rm = g.metrics.route(e.route)
+				keep[e.route] = rm
+			}
+			e.rule.metrics.Store(rm)
 		}
+	}
+	for _, es := range t.exact {
+		bind(es)
 	}
 	for _, es := range t.wild {
-		for _, e := range es {
-			keep[e.route] = true
-		}
+		bind(es)
 	}
+	g.table.Store(t)
+	g.metrics.builds.Inc()
 	g.metrics.routes.Set(float64(len(keep)))
 	g.metrics.forget(keep)
+}
+
+// Flush writes out the buffered access log lines (Run does every 100 ms and when it ends).
+func (g *Gateway) Flush() {
+	if g.access != nil {
+		g.access.flush()
+	}
 }
 
 // Table is the table in force.
@@ -186,7 +219,8 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), svcs.Informer().HasSynced, eps.Informer().HasSynced, routes.Informer().HasSynced) {
 		return ctx.Err()
 	}
-	build := func() {
+	build := func() time.Duration {
+		start := time.Now()
 		in := Input{}
 		rs, _ := routes.Lister().List(labels.Everything())
 		in.Routes = rs
@@ -203,8 +237,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 			g.log.Debug("route table", "problem", p)
 		}
 		g.Swap(t)
+		return time.Since(start)
 	}
-	build()
+	var builds builder
+	builds.built(time.Now(), build())
 
 	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog:    slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
@@ -226,6 +262,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 		o.Ready(httpAddr, httpsAddr)
 	}
 	var err error
+	later := time.NewTimer(time.Hour)
+	later.Stop()
+	flush := time.NewTicker(accessLogEvery)
+	defer flush.Stop()
 loop:
 	for {
 		select {
@@ -234,15 +274,52 @@ loop:
 		case err = <-errc:
 			break loop
 		case <-changed:
-			build()
+			if builds.pending {
+				continue // the timer compiles it with whatever else comes meanwhile
+			}
+			now := time.Now()
+			if wait := builds.wait(now, o.BuildInterval); wait > 0 {
+				builds.pending = true
+				later.Reset(wait)
+				continue
+			}
+			builds.built(now, build())
+		case <-later.C:
+			builds.pending = false
+			builds.built(time.Now(), build())
+		case <-flush.C:
+			g.Flush()
 		}
 	}
+	later.Stop()
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer scancel()
 	_ = srv.Shutdown(sctx)
 	wg.Wait()
 	g.transport.CloseIdleConnections()
+	g.Flush()
 	return err
+}
+
+// builder paces the table's compilations (see Options.BuildInterval).
+type builder struct {
+	last    time.Time     // when the last compilation ended
+	took    time.Duration // how long it took
+	pending bool          // a compilation is scheduled
+}
+
+func (b *builder) built(start time.Time, took time.Duration) {
+	b.last, b.took = start.Add(took), took
+}
+
+// wait is how long a change seen at now waits for its compilation: none when the last one
+// ended at least the interval (or twice its own duration, if longer) ago, else the rest.
+func (b *builder) wait(now time.Time, interval time.Duration) time.Duration {
+	gap := max(interval, 2*b.took)
+	if w := b.last.Add(gap).Sub(now); w > 0 {
+		return w
+	}
+	return 0
 }
 
 func signal(c chan struct{}) {

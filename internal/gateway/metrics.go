@@ -64,10 +64,10 @@ func (m *metrics) route(k RouteKey) *routeMetrics {
 }
 
 // forget drops the series of Routes no longer in the table.
-func (m *metrics) forget(keep map[RouteKey]bool) {
+func (m *metrics) forget(keep map[RouteKey]*routeMetrics) {
 	m.bound.Range(func(k, _ any) bool {
 		rk := k.(RouteKey)
-		if rk.Name != "" && !keep[rk] {
+		if _, ok := keep[rk]; rk.Name != "" && !ok {
 			m.bound.Delete(k)
 			m.duration.DeleteLabelValues(rk.Namespace, rk.Name)
 			m.requests.DeletePartialMatch(prometheus.Labels{"namespace": rk.Namespace, "route": rk.Name})

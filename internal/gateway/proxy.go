@@ -14,29 +14,47 @@ import (
 	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 )
 
-// attempt is what the transport needs of one proxied request.
-type attempt struct {
-	target   *Target
-	retries  int
-	respMods []*v1alpha1.HeaderModifier
-	rm       *routeMetrics
-	addr     string // the endpoint that answered (for the access log)
+// exchange is one request's state, allocated once: the status writer, the rule it matched
+// and what the transport needs, reached from the ReverseProxy's hooks through the request
+// context.
+type exchange struct {
+	sw     statusWriter
+	rule   *Rule
+	rm     *routeMetrics
+	target *Target
+	start  uint64 // the round robin's first endpoint
+	body   *replayBody
+	addr   string // the endpoint that answered (for the access log)
 }
 
-type attemptKey struct{}
+type exchangeKey struct{}
 
-// newReverseProxy is the shared ReverseProxy: the endpoint is chosen by the transport.
+func exchangeOf(ctx context.Context) *exchange {
+	ex, _ := ctx.Value(exchangeKey{}).(*exchange)
+	return ex
+}
+
+// newReverseProxy is the gateway's one ReverseProxy: the exchange in the request's context
+// says where each request goes.
 func (g *Gateway) newReverseProxy() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme = "http"
-			pr.Out.URL.Host = "endpoint" // replaced by the transport
+			if ex := exchangeOf(pr.In.Context()); ex != nil && len(ex.target.Addrs) > 0 {
+				addrs := ex.target.Addrs
+				ex.start = ex.target.next.Add(1)
+				pr.Out.URL.Host = addrs[ex.start%uint64(len(addrs))]
+				if ex.rule.Retries > 0 && pr.Out.Body != nil && pr.Out.Body != http.NoBody {
+					ex.body = &replayBody{rc: pr.Out.Body}
+					pr.Out.Body = ex.body
+				}
+			}
 			pr.SetXForwarded()
 		},
 		Transport: &retryTransport{base: g.transport},
 		ModifyResponse: func(resp *http.Response) error {
-			if a, ok := resp.Request.Context().Value(attemptKey{}).(*attempt); ok {
-				for _, m := range a.respMods {
+			if ex := exchangeOf(resp.Request.Context()); ex != nil {
+				for _, m := range ex.rule.respMods {
 					modifyHeaders(resp.Header, m)
 				}
 			}
@@ -50,59 +68,53 @@ func (g *Gateway) newReverseProxy() *httputil.ReverseProxy {
 
 // proxyError answers a failed upstream exchange: 504 past the rule's timeout, else 502.
 func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) {
-	a, _ := r.Context().Value(attemptKey{}).(*attempt)
+	ex := exchangeOf(r.Context())
 	code := http.StatusBadGateway
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		code = http.StatusGatewayTimeout
-		if a != nil {
-			a.rm.timeout.Inc()
+		if ex != nil {
+			ex.rm.timeout.Inc()
 		}
 	case errors.Is(err, context.Canceled):
 		code = 499 // the client went away (nginx's code; nobody reads it)
-	case a != nil && !isDialError(err):
-		a.rm.other.Inc()
+	case ex != nil && !isDialError(err):
+		ex.rm.other.Inc()
 	}
 	g.log.Debug("upstream error", "host", r.Host, "path", r.URL.Path, "err", err)
 	w.WriteHeader(code)
 }
 
-// retryTransport sends a request to one of the target's endpoints (round robin) and, when
-// the connection cannot be made and the rule allows retries, to the next one.
+// retryTransport sends a request to the endpoint Rewrite chose and, when the connection
+// cannot be made and the rule allows retries, to the next ones (round robin).
 type retryTransport struct{ base http.RoundTripper }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	a, ok := req.Context().Value(attemptKey{}).(*attempt)
-	if !ok || len(a.target.Addrs) == 0 {
+	ex := exchangeOf(req.Context())
+	if ex == nil || len(ex.target.Addrs) == 0 {
 		return nil, errors.New("gateway: no endpoint")
 	}
-	addrs := a.target.Addrs
-	start := a.target.next.Add(1)
-	var body *replayBody
-	if req.Body != nil && req.Body != http.NoBody && a.retries > 0 {
-		body = &replayBody{rc: req.Body}
-	}
+	addrs := ex.target.Addrs
 	var lastErr error
-	for i := 0; i <= a.retries; i++ {
-		addr := addrs[(start+uint64(i))%uint64(len(addrs))]
-		out := *req
-		u := *req.URL
-		u.Host = addr
-		out.URL = &u
-		if body != nil {
-			out.Body = body
+	for i := 0; i <= ex.rule.Retries; i++ {
+		out := req
+		if i > 0 { // the first attempt goes where Rewrite pointed it
+			o, u := *req, *req.URL
+			u.Host = addrs[(ex.start+uint64(i))%uint64(len(addrs))]
+			o.URL = &u
+			out = &o
 		}
-		resp, err := t.base.RoundTrip(&out)
+		resp, err := t.base.RoundTrip(out)
 		if err == nil {
-			a.addr = addr
+			ex.addr = out.URL.Host
 			return resp, nil
 		}
 		lastErr = err
 		if !isDialError(err) {
 			return nil, err
 		}
-		a.rm.connect.Inc()
-		if body != nil && body.read || req.Context().Err() != nil {
+		ex.rm.connect.Inc()
+		if ex.body != nil && ex.body.read || req.Context().Err() != nil {
 			break
 		}
 	}
@@ -131,27 +143,25 @@ func isDialError(err error) bool {
 // ServeHTTP routes one request.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	sw := &statusWriter{ResponseWriter: w}
-	t := g.table.Load()
-	host := hostOnly(r.Host)
-	m := t.Route(host, r)
+	ex := &exchange{sw: statusWriter{ResponseWriter: w}}
+	sw := &ex.sw
+	m := g.table.Load().Route(hostOnly(r.Host), r)
 	if m == nil {
 		http.NotFound(sw, r)
-		g.finish(r, sw, start, g.metrics.route(RouteKey{}), RouteKey{}, nil)
+		g.finish(r, ex, start, g.noRoute, RouteKey{})
 		return
 	}
 	rule := m.Rule
-	rm := g.metrics.route(rule.Route)
-	var a *attempt
-	defer func() { g.finish(r, sw, start, rm, rule.Route, a) }()
-	var respMods []*v1alpha1.HeaderModifier
+	ex.rule, ex.rm = rule, rule.metrics.Load()
+	if ex.rm == nil { // a table this gateway did not Swap in
+		ex.rm = g.metrics.route(rule.Route)
+	}
+	defer g.finish(r, ex, start, ex.rm, rule.Route)
 	for i := range rule.Filters {
 		f := &rule.Filters[i]
 		switch f.Type {
 		case v1alpha1.FilterRequestHeaderModifier:
 			modifyHeaders(r.Header, f.RequestHeaderModifier)
-		case v1alpha1.FilterResponseHeaderModifier:
-			respMods = append(respMods, f.ResponseHeaderModifier)
 		case v1alpha1.FilterURLRewrite:
 			if rw := f.URLRewrite; rw != nil {
 				if rw.Hostname != "" {
@@ -171,8 +181,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				scheme = "https"
 			}
 			loc, code := redirectLocation(r, scheme, localPort(r), f.RequestRedirect, m.Prefix)
-			for _, mod := range respMods {
-				modifyHeaders(sw.Header(), mod)
+			for _, pf := range rule.Filters[:i] { // the response modifiers listed before the redirect
+				if pf.Type == v1alpha1.FilterResponseHeaderModifier {
+					modifyHeaders(sw.Header(), pf.ResponseHeaderModifier)
+				}
 			}
 			sw.Header().Set("Location", loc)
 			sw.WriteHeader(code)
@@ -191,8 +203,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(sw, "no ready endpoint of "+tg.Service, http.StatusServiceUnavailable)
 		return
 	}
-	a = &attempt{target: tg, retries: rule.Retries, respMods: respMods, rm: rm}
-	ctx := context.WithValue(r.Context(), attemptKey{}, a)
+	ex.target = tg
+	ctx := context.WithValue(r.Context(), exchangeKey{}, ex)
 	if rule.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, rule.Timeout)
@@ -219,23 +231,18 @@ func pick(rule *Rule) *Target {
 	return rule.Targets[len(rule.Targets)-1]
 }
 
-func (g *Gateway) finish(r *http.Request, sw *statusWriter, start time.Time, rm *routeMetrics, route RouteKey, a *attempt) {
-	took := time.Since(start)
-	code := sw.code
+func (g *Gateway) finish(r *http.Request, ex *exchange, start time.Time, rm *routeMetrics, route RouteKey) {
+	now := time.Now()
+	took := now.Sub(start)
+	code := ex.sw.code
 	if code == 0 {
 		code = http.StatusOK
 	}
 	rm.codes[codeClass(code)].Inc()
 	rm.duration.Observe(took.Seconds())
-	if g.access.Enabled(r.Context(), slog.LevelInfo) {
-		upstream := ""
-		if a != nil {
-			upstream = a.addr
-		}
-		g.access.LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("route", route.String()), slog.String("host", r.Host), slog.String("method", r.Method),
-			slog.String("path", r.URL.Path), slog.Int("status", code), slog.Int64("bytes", sw.bytes),
-			slog.Duration("duration", took), slog.String("upstream", upstream), slog.String("remote", r.RemoteAddr))
+	if g.access != nil {
+		e := entryFor(r, now, route, code, ex.sw.bytes, took, ex.addr)
+		g.access.log(&e)
 	}
 }
 

@@ -87,6 +87,11 @@ type Rule struct {
 	total   int64
 	// BackendProblem is set when the rule has backends but none resolved (500).
 	BackendProblem string
+	// respMods are the ResponseHeaderModifier filters, in order.
+	respMods []*v1alpha1.HeaderModifier
+	// metrics are the Route's series, bound when a Gateway swaps the table in (the request
+	// path does no label lookups).
+	metrics atomic.Pointer[routeMetrics]
 }
 
 // Target is one Service port's ready endpoints with its share of a rule's traffic.
@@ -149,6 +154,11 @@ func Compile(in Input) *Table {
 			rule := &Rule{Route: key, Index: ri, Filters: rr.Filters, Retries: int(rr.Retries)}
 			if rr.Timeout != nil {
 				rule.Timeout = rr.Timeout.Duration
+			}
+			for _, f := range rr.Filters {
+				if f.Type == v1alpha1.FilterResponseHeaderModifier && f.ResponseHeaderModifier != nil {
+					rule.respMods = append(rule.respMods, f.ResponseHeaderModifier)
+				}
 			}
 			compileBackends(rule, r.Namespace, rr.Backends, svcs, slicesBySvc, canary)
 			matches := rr.Matches

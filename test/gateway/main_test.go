@@ -105,7 +105,7 @@ func run(m *testing.M) int {
 		o.AgentResolvConf = filepath.Join(dir, "resolv.conf")
 		o.ClusterCIDR = podCIDR
 		o.NodeCIDRMaskSize = 24
-		o.AgentGateway = agent.GatewayOptions{Enabled: true, Address: "127.0.0.1", HTTPPort: hp, HTTPSPort: sp, AccessLog: true, Registry: metrics,
+		o.AgentGateway = agent.GatewayOptions{Enabled: true, Address: "127.0.0.1", HTTPPort: hp, HTTPSPort: sp, AccessLog: true, AccessLogWriter: logf, Registry: metrics,
 			Ready: func(h, s net.Addr) {
 				select {
 				case <-ready:
