@@ -246,7 +246,9 @@ metadata: {name: web}
 spec:
   component: web
   image: `+imageV2+`
-  env: [{name: VERSION, value: v2}]
+  env:
+  - {name: VERSION, value: v2}
+  - {name: DB_URL, value: '${resources.orders.uri}#v2'}
   progressDeadlineSeconds: 180
   strategy:
     type: Canary
@@ -267,6 +269,25 @@ spec:
 	if img := canary.Spec.Template.Spec.Containers[0].Image; img != imageV2 {
 		t.Errorf("canary image %s, want %s", img, imageV2)
 	}
+	// The revision's placeholder is resolved in the canary as in the Component: a $(VAR)
+	// reference in the template, the Database's URI in the pod.
+	for _, e := range canary.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "DB_URL" && e.Value != "$(ORDERS_URI)#v2" {
+			t.Errorf("canary env DB_URL = %q, want $(ORDERS_URI)#v2", e.Value)
+		}
+	}
+	uri := secretData(t, get(t, &v1alpha1.Database{}, "orders").Status.ConnectionSecret)["uri"]
+	eventually(t, time.Minute, func() error {
+		code, body, err := fetch("/env.txt")
+		if err != nil || code != 200 || !strings.Contains(body, "VERSION=v2\n") {
+			return fmt.Errorf("GET /env.txt: %d %v, not a canary pod's", code, err)
+		}
+		if !strings.Contains(body, "DB_URL="+uri+"#v2\n") {
+			t.Errorf("a canary pod's DB_URL is not the Database's URI + #v2 (set: %v, a literal placeholder: %v)",
+				strings.Contains(body, "DB_URL="), strings.Contains(body, "DB_URL=${resources"))
+		}
+		return nil
+	})
 	// The gateway splits once it sees the canary's Services and ready endpoints.
 	eventually(t, time.Minute, func() error {
 		if c := sample(10); c["v2"] == 0 {
@@ -415,7 +436,8 @@ func stepBroken(t *testing.T) {
 func stepDelete(t *testing.T) {
 	out, errOut, err := kubectl(t, "", "kube", "tree", "application/shop")
 	t.Logf("  kubectl kube tree application/shop:\n%s%s", out, errOut)
-	for _, w := range []string{"web", "orders", "sessions", "files"} {
+	// The Release is drawn under its Component (it References it).
+	for _, w := range []string{"web", "orders", "sessions", "files", "Release"} {
 		if err != nil || !strings.Contains(out, w) {
 			t.Errorf("kubectl kube tree application/shop: %v, no %s in\n%s%s", err, w, out, errOut)
 		}
