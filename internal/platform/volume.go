@@ -34,12 +34,24 @@ import (
 //   - Deletion: deletionPolicy Retain (default) orphans the claim (its ownerReference is
 //     removed: claim and data stay); Delete deletes the claim, and the local-path
 //     provisioner then removes the directory and the PersistentVolume.
-//   - restoreFrom is refused by the validator for now (see volume_backup.go).
+//   - restoreFrom fills the new Volume from a Backup of a Volume once, before it is Active
+//     (volume_restore.go); it is immutable.
 
 // registerVolume registers the Volume kind.
 func registerVolume(e *lifecycle.Engine, o Options) error {
+	d := newVolumeDriver(o)
 	return RegisterData(e, o, lifecycle.KindOptions[*v1alpha1.Volume]{Kind: "Volume", New: func() *v1alpha1.Volume { return &v1alpha1.Volume{} },
-		Driver: &volumeDriver{o: o}, MaxConcurrentReconciles: 4, Owns: []client.Object{&corev1.PersistentVolumeClaim{}}})
+		Driver: d, MaxConcurrentReconciles: 4, Owns: []client.Object{&corev1.PersistentVolumeClaim{}},
+		Dependencies: volumeDependencies, ReconcileTimeout: 30 * time.Minute, // a restore streams an archive
+		Watches: []lifecycle.Watch{{Object: &v1alpha1.Backup{}, Map: d.mapBackup}}})
+}
+
+func newVolumeDriver(o Options) *volumeDriver {
+	d := &volumeDriver{o: o, openArchive: openBackupArchive}
+	if o.VolumeFiles != nil {
+		d.files = o.VolumeFiles
+	}
+	return d
 }
 
 func init() { kindValidators["Volume"] = validateVolume }
@@ -67,9 +79,9 @@ func VolumeStorageClass(v *v1alpha1.Volume) string {
 }
 
 // validateVolume refuses a shrink, a size that is not positive, an unknown access mode or
-// deletion policy, a change of class, access mode or perReplica, and restoreFrom (not
-// supported yet).
-func validateVolume(_ context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
+// deletion policy, a change of class, access mode, perReplica or restoreFrom, restoreFrom
+// on a perReplica Volume and a restoreFrom naming an existing Backup of another kind.
+func validateVolume(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
 	var v v1alpha1.Volume
 	if err := decodeKind(obj, &v); err != nil {
 		return field.ErrorList{field.Invalid(field.NewPath("spec"), nil, err.Error())}
@@ -81,7 +93,11 @@ func validateVolume(_ context.Context, obj, old *unstructured.Unstructured) fiel
 			o = nil
 		}
 	}
-	return volumeSpecErrors(&v, o)
+	errs := volumeSpecErrors(&v, o)
+	if old == nil && v.Spec.RestoreFrom != nil {
+		errs = append(errs, validateRestore(ctx, AdmissionContext(ctx), field.NewPath("spec", "restoreFrom"), v.Spec.RestoreFrom, "Volume")...)
+	}
+	return errs
 }
 
 // volumeSpecErrors is validateVolume on typed objects (old nil on create). Pure.
@@ -97,11 +113,19 @@ func volumeSpecErrors(v, old *v1alpha1.Volume) field.ErrorList {
 	if dp := v.Spec.DeletionPolicy; dp != "" && dp != v1alpha1.DeletionRetain && dp != v1alpha1.DeletionDelete {
 		errs = append(errs, field.NotSupported(p.Child("deletionPolicy"), dp, []string{v1alpha1.DeletionRetain, v1alpha1.DeletionDelete}))
 	}
-	if v.Spec.RestoreFrom != nil {
-		errs = append(errs, field.Forbidden(p.Child("restoreFrom"), "restoring a Volume from a Backup is not supported yet"))
+	if rf := v.Spec.RestoreFrom; rf != nil {
+		if rf.Backup == "" {
+			errs = append(errs, field.Required(p.Child("restoreFrom", "backup"), "names the Backup (of a Volume) to restore from"))
+		}
+		if v.Spec.PerReplica {
+			errs = append(errs, field.Forbidden(p.Child("restoreFrom"), "a perReplica Volume has no one claim to restore into"))
+		}
 	}
 	if old == nil {
 		return errs
+	}
+	if !ptr.Equal(v.Spec.RestoreFrom, old.Spec.RestoreFrom) {
+		errs = append(errs, field.Forbidden(p.Child("restoreFrom"), "is immutable (a Volume is restored once, when it is created)"))
 	}
 	if v.Spec.Size.Cmp(old.Spec.Size) < 0 {
 		errs = append(errs, field.Forbidden(p.Child("size"), fmt.Sprintf("a Volume cannot shrink (from %s to %s)", old.Spec.Size.String(), v.Spec.Size.String())))
@@ -127,7 +151,13 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-type volumeDriver struct{ o Options }
+type volumeDriver struct {
+	o Options
+	// files unpacks restores (nil: this server cannot reach the agents); openArchive reads
+	// a Backup's archive.
+	files       volumeRestorer
+	openArchive archiveOpener
+}
 
 var _ lifecycle.Driver[*v1alpha1.Volume] = (*volumeDriver)(nil)
 
@@ -206,8 +236,23 @@ func (d *volumeDriver) Observe(ctx context.Context, v *v1alpha1.Volume) (lifecyc
 		return lifecycle.Outcome{Exists: true, UpToDate: true, Phase: lifecycle.PhaseReconciling, Reason: "Resizing",
 			Message: "the unbound claim is recreated at " + v.Spec.Size.String(), RequeueAfter: time.Second}, nil
 	}
+	switch decideRestore(v, pvc) {
+	case restoreWaitClaim:
+		if pvc.DeletionTimestamp == nil {
+			return restoreWaitOutcome(v, pvc), nil
+		}
+	case restoreRun:
+		return lifecycle.Outcome{Exists: true}, nil // Update restores
+	case restoreRelease:
+		if err := d.release(ctx, pvc); err != nil {
+			return lifecycle.Outcome{}, err
+		}
+	}
 	if !st.upToDate {
 		return lifecycle.Outcome{Exists: true}, nil
+	}
+	if v.Status.Restored != nil && st.outcome.Phase == "" && st.outcome.Reason == "Bound" {
+		return restoredOutcome(v, st.outcome), nil
 	}
 	return st.outcome, nil
 }
@@ -275,10 +320,20 @@ func desiredClaim(v *v1alpha1.Volume) *corev1.PersistentVolumeClaim {
 
 func (d *volumeDriver) Provision(ctx context.Context, v *v1alpha1.Volume) (lifecycle.Outcome, error) {
 	pvc := desiredClaim(v)
+	if restorePending(v) {
+		var out *lifecycle.Outcome
+		var err error
+		if pvc, out, err = d.restoreClaim(ctx, v); out != nil || err != nil {
+			return ptr.Deref(out, lifecycle.Outcome{}), err
+		}
+	}
 	if err := d.o.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 		return lifecycle.Outcome{}, fmt.Errorf("create claim %s: %w", pvc.Name, err)
 	}
 	v.Status.ClaimName, v.Status.StorageClass = pvc.Name, VolumeStorageClass(v)
+	if restorePending(v) {
+		return restoreWaitOutcome(v, pvc), nil
+	}
 	return lifecycle.Outcome{Reason: "ClaimCreated", Message: fmt.Sprintf("claim %s of %s (%s)", pvc.Name, v.Spec.Size.String(), VolumeStorageClass(v)),
 		Requeue: true}, nil
 }
@@ -288,6 +343,9 @@ func (d *volumeDriver) Update(ctx context.Context, v *v1alpha1.Volume) (lifecycl
 	pvc, out, err := d.claim(ctx, v)
 	if out != nil || err != nil || pvc == nil {
 		return ptr.Deref(out, lifecycle.Outcome{Requeue: true}), err
+	}
+	if decideRestore(v, pvc) == restoreRun {
+		return d.restore(ctx, v)
 	}
 	patch := client.MergeFrom(pvc.DeepCopy())
 	if pvc.Spec.Resources.Requests == nil {

@@ -36,7 +36,19 @@ func TestVolumeSpecErrors(t *testing.T) {
 		{name: "class change", v: vol("1Gi", func(v *v1alpha1.Volume) { v.Spec.StorageClass = "fast" }), old: vol("1Gi", nil), wantPath: "spec.storageClass"},
 		{name: "explicit default class", v: vol("1Gi", func(v *v1alpha1.Volume) { v.Spec.StorageClass = v1alpha1.LocalPathClass }), old: vol("1Gi", nil)},
 		{name: "perReplica change", v: vol("1Gi", func(v *v1alpha1.Volume) { v.Spec.PerReplica = true }), old: vol("1Gi", nil), wantPath: "spec.perReplica"},
-		{name: "restoreFrom", v: vol("1Gi", func(v *v1alpha1.Volume) { v.Spec.RestoreFrom = &v1alpha1.RestoreFrom{Backup: "b"} }), wantPath: "spec.restoreFrom"},
+		{name: "restoreFrom", v: vol("1Gi", func(v *v1alpha1.Volume) { v.Spec.RestoreFrom = &v1alpha1.RestoreFrom{Backup: "b"} })},
+		{name: "restoreFrom kept", v: vol("2Gi", func(v *v1alpha1.Volume) { v.Spec.RestoreFrom = &v1alpha1.RestoreFrom{Backup: "b"} }),
+			old: vol("1Gi", func(v *v1alpha1.Volume) { v.Spec.RestoreFrom = &v1alpha1.RestoreFrom{Backup: "b"} })},
+		{name: "restoreFrom without backup", v: vol("1Gi", func(v *v1alpha1.Volume) { v.Spec.RestoreFrom = &v1alpha1.RestoreFrom{} }), wantPath: "spec.restoreFrom.backup"},
+		{name: "restoreFrom perReplica", v: vol("1Gi", func(v *v1alpha1.Volume) {
+			v.Spec.RestoreFrom, v.Spec.PerReplica = &v1alpha1.RestoreFrom{Backup: "b"}, true
+		}), wantPath: "spec.restoreFrom"},
+		{name: "restoreFrom added", v: vol("1Gi", func(v *v1alpha1.Volume) { v.Spec.RestoreFrom = &v1alpha1.RestoreFrom{Backup: "b"} }),
+			old: vol("1Gi", nil), wantPath: "spec.restoreFrom"},
+		{name: "restoreFrom removed", v: vol("1Gi", nil),
+			old: vol("1Gi", func(v *v1alpha1.Volume) { v.Spec.RestoreFrom = &v1alpha1.RestoreFrom{Backup: "b"} }), wantPath: "spec.restoreFrom"},
+		{name: "restoreFrom archive changed", v: vol("1Gi", func(v *v1alpha1.Volume) { v.Spec.RestoreFrom = &v1alpha1.RestoreFrom{Backup: "b", Archive: "ns/b/2"} }),
+			old: vol("1Gi", func(v *v1alpha1.Volume) { v.Spec.RestoreFrom = &v1alpha1.RestoreFrom{Backup: "b", Archive: "ns/b/1"} }), wantPath: "spec.restoreFrom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := volumeSpecErrors(tc.v, tc.old)

@@ -13,7 +13,7 @@ import (
 
 // claimPath resolves a persistentVolumeClaim volume of pod to its directory on this node:
 // claim → bound PV → spec.local or spec.hostPath, made (0777, as local-path-provisioner
-// does) when missing. A missing or unbound claim, a PV of another node or of a type the
+// does) when missing. A missing, unbound or restoring claim, a PV of another node or of a type the
 // agent cannot mount is a mountError (FailedMount; the pod waits in ContainerCreating).
 func (m *Manager) claimPath(ctx context.Context, pod *corev1.Pod, v corev1.Volume) (string, error) {
 	name := v.PersistentVolumeClaim.ClaimName
@@ -47,10 +47,18 @@ func (m *Manager) claimPath(ctx context.Context, pod *corev1.Pod, v corev1.Volum
 	return dir, nil
 }
 
-// claimBound refuses a claim that is not bound to a volume. Pure.
+// annRestoring (v1alpha1.AnnotationRestoring) is on the claim of a Volume whose
+// restoreFrom is not unpacked into it yet: no pod may use it until it goes.
+const annRestoring = "kubeos.dev/restoring"
+
+// claimBound refuses a claim that is not bound to a volume, or is held back while its
+// Volume is restored from a Backup. Pure.
 func claimBound(claim *corev1.PersistentVolumeClaim) error {
 	if claim.DeletionTimestamp != nil {
 		return fmt.Errorf("persistentvolumeclaim %q is being deleted", claim.Name)
+	}
+	if b := claim.Annotations[annRestoring]; b != "" {
+		return fmt.Errorf("persistentvolumeclaim %q is being restored from Backup %q: pods may use it once the restore is done", claim.Name, b)
 	}
 	if claim.Spec.VolumeName == "" || claim.Status.Phase != corev1.ClaimBound {
 		return fmt.Errorf("persistentvolumeclaim %q is not bound", claim.Name)

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 )
 
 func TestVolumePath(t *testing.T) {
@@ -66,6 +68,11 @@ func TestClaimBound(t *testing.T) {
 	if err := claimBound(c); err != nil {
 		t.Errorf("bound claim: %v", err)
 	}
+	c.Annotations = map[string]string{v1alpha1.AnnotationRestoring: "nightly"}
+	if err := claimBound(c); err == nil || !strings.Contains(err.Error(), `restored from Backup "nightly"`) {
+		t.Errorf("claim being restored: %v", err)
+	}
+	c.Annotations = nil
 	c.DeletionTimestamp = &metav1.Time{}
 	if err := claimBound(c); err == nil {
 		t.Error("deleted claim accepted")

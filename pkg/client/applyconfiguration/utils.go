@@ -192,6 +192,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kubeosv1alpha1.ValueMatchApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Volume"):
 		return &kubeosv1alpha1.VolumeApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("VolumeRestored"):
+		return &kubeosv1alpha1.VolumeRestoredApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VolumeSpec"):
 		return &kubeosv1alpha1.VolumeSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VolumeStatus"):

@@ -36,7 +36,8 @@ func volumeCRD(o *lifecycle.CRDOptions) {
 		"deletionPolicy": enum(DeletionRetain, DeletionDelete),
 		"restoreFrom":    restoreFrom(),
 	})
-	o.Status = props{"claimName": str(), "volumeName": str(), "capacity": quantity(), "storageClass": str(), "node": str()}
+	o.Status = props{"claimName": str(), "volumeName": str(), "capacity": quantity(), "storageClass": str(), "node": str(),
+		"restored": object([]string{"backup", "archive", "time"}, props{"backup": str(), "archive": str(), "time": date()})}
 	o.Columns = []apiextensionsv1.CustomResourceColumnDefinition{col("Size", "string", ".spec.size"),
 		col("Class", "string", ".status.storageClass"), col("Claim", "string", ".status.claimName")}
 }

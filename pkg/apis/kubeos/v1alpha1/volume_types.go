@@ -7,6 +7,11 @@ import (
 	"kubeos.dev/kube/pkg/lifecycle"
 )
 
+// AnnotationRestoring on a Volume's claim holds pods back (the node agent refuses to mount
+// the claim, FailedMount) until the Volume's restoreFrom has been unpacked into it; its value
+// names the Backup.
+const AnnotationRestoring = "kubeos.dev/restoring"
+
 // LocalPathClass is the StorageClass of the node agents' local-path provisioner (the
 // default class of Volumes).
 const LocalPathClass = "local-path"
@@ -52,6 +57,18 @@ type VolumeStatus struct {
 	// StorageClass in use; Node holds a local volume.
 	StorageClass string `json:"storageClass,omitempty"`
 	Node         string `json:"node,omitempty"`
+	// Restored records the restore of spec.restoreFrom once it is done: a Volume is restored
+	// once, never again over newer data (a restart, a new archive of the Backup).
+	Restored *VolumeRestored `json:"restored,omitempty"`
+}
+
+// VolumeRestored is the restore a Volume received.
+type VolumeRestored struct {
+	// Backup and Archive (the key in the Backup's Bucket) restored from.
+	Backup  string `json:"backup"`
+	Archive string `json:"archive"`
+	// Time the archive was unpacked into the Volume.
+	Time metav1.Time `json:"time"`
 }
 
 // VolumeList is a list of Volumes.

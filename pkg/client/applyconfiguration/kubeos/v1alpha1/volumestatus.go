@@ -25,6 +25,9 @@ type VolumeStatusApplyConfiguration struct {
 	// StorageClass in use; Node holds a local volume.
 	StorageClass *string `json:"storageClass,omitempty"`
 	Node         *string `json:"node,omitempty"`
+	// Restored records the restore of spec.restoreFrom once it is done: a Volume is restored
+	// once, never again over newer data (a restart, a new archive of the Backup).
+	Restored *VolumeRestoredApplyConfiguration `json:"restored,omitempty"`
 }
 
 // VolumeStatusApplyConfiguration constructs a declarative configuration of the VolumeStatus type for use with
@@ -99,5 +102,13 @@ func (b *VolumeStatusApplyConfiguration) WithStorageClass(value string) *VolumeS
 // If called multiple times, the Node field is set to the value of the last call.
 func (b *VolumeStatusApplyConfiguration) WithNode(value string) *VolumeStatusApplyConfiguration {
 	b.Node = &value
+	return b
+}
+
+// WithRestored sets the Restored field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Restored field is set to the value of the last call.
+func (b *VolumeStatusApplyConfiguration) WithRestored(value *VolumeRestoredApplyConfiguration) *VolumeStatusApplyConfiguration {
+	b.Restored = value
 	return b
 }
