@@ -239,7 +239,7 @@ func (d *volumeDriver) Observe(ctx context.Context, v *v1alpha1.Volume) (lifecyc
 	switch decideRestore(v, pvc) {
 	case restoreWaitClaim:
 		if pvc.DeletionTimestamp == nil {
-			return restoreWaitOutcome(v, pvc), nil
+			return d.waitRestoreClaim(ctx, v, pvc)
 		}
 	case restoreRun:
 		return lifecycle.Outcome{Exists: true}, nil // Update restores

@@ -34,7 +34,9 @@ import (
 //     that use it are then scheduled to that node by the PV's node affinity. The claim also
 //     carries kubeos.dev/restoring=<backup>: the node agent refuses to mount it
 //     (FailedMount, the pod waits in ContainerCreating), so no pod, not even one using the
-//     claim directly, sees or writes the directory before the restore.
+//     claim directly, sees or writes the directory before the restore. A claim not bound yet
+//     whose node can no longer hold it (gone, not Ready, cordoned, tainted) is deleted and
+//     made again on another node (it holds no data yet).
 //  3. Once the claim is bound, Update reads the archive (spec.restoreFrom.archive, else the
 //     Backup's status.lastSuccessful) from the Backup's Bucket and unpacks it into the
 //     directory through the node's agent (VolumeFiles.RestoreVolume), then records
@@ -245,6 +247,31 @@ func restoredOutcome(v *v1alpha1.Volume, bound lifecycle.Outcome) lifecycle.Outc
 	bound.Reason = "Restored"
 	bound.Message = fmt.Sprintf("restored from Backup %s (%s) at %s; %s", r.Backup, r.Archive, r.Time.UTC().Format(time.RFC3339), bound.Message)
 	return bound
+}
+
+// waitRestoreClaim waits for the claim of a Volume to restore to bind; an unbound claim
+// whose selected node can no longer hold it (gone, not Ready, cordoned, tainted) holds no
+// data and is deleted, so that Provision pre-binds a new one to another node (as the
+// scheduler drops its selected-node after a failed binding).
+func (d *volumeDriver) waitRestoreClaim(ctx context.Context, v *v1alpha1.Volume, pvc *corev1.PersistentVolumeClaim) (lifecycle.Outcome, error) {
+	node := pvc.Annotations["volume.kubernetes.io/selected-node"]
+	if pvc.Spec.VolumeName != "" || node == "" {
+		return restoreWaitOutcome(v, pvc), nil
+	}
+	var n corev1.Node
+	err := d.o.Client.Get(ctx, client.ObjectKey{Name: node}, &n)
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		return lifecycle.Outcome{}, fmt.Errorf("read node %s: %w", node, err)
+	case err == nil && restoreCandidate(&n):
+		return restoreWaitOutcome(v, pvc), nil
+	}
+	if err := d.o.Client.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return lifecycle.Outcome{}, fmt.Errorf("delete claim %s pre-bound to node %s: %w", pvc.Name, node, err)
+	}
+	return lifecycle.Outcome{Exists: true, UpToDate: true, Phase: lifecycle.PhaseReconciling, Reason: "NodeUnavailable",
+		Message:      fmt.Sprintf("node %s can no longer hold claim %s (not bound yet): the claim is made again on another node", node, pvc.Name),
+		RequeueAfter: time.Second}, nil
 }
 
 // restoreWaitOutcome is the outcome while the claim of a Volume to restore binds. Pure.

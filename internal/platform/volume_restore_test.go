@@ -350,6 +350,41 @@ func TestVolumeRestoreWaits(t *testing.T) {
 			t.Fatalf("class of another provisioner: %+v", out)
 		}
 	})
+	t.Run("selected node lost before binding", func(t *testing.T) {
+		f := newRestoreFixture(t)
+		f.pass()
+		if n := f.claim().Annotations["volume.kubernetes.io/selected-node"]; n != "agent" {
+			t.Fatalf("selected node %q", n)
+		}
+		other := readyNode("other", nil)
+		if err := f.c.Create(ctx, &other); err != nil {
+			t.Fatal(err)
+		}
+		var agent corev1.Node
+		if err := f.c.Get(ctx, client.ObjectKey{Name: "agent"}, &agent); err != nil {
+			t.Fatal(err)
+		}
+		agent.Spec.Unschedulable = true
+		if err := f.c.Update(ctx, &agent); err != nil {
+			t.Fatal(err)
+		}
+		if out := f.pass(); out.Reason != "NodeUnavailable" || out.Phase != lifecycle.PhaseReconciling {
+			t.Fatalf("claim pre-bound to a cordoned node: %+v", out)
+		}
+		f.pass()
+		if n := f.claim().Annotations["volume.kubernetes.io/selected-node"]; n != "other" {
+			t.Fatalf("claim made again on %q, want other", n)
+		}
+		// A bound claim stays where it is, whatever its node.
+		f.bind()
+		other.Spec.Unschedulable = true
+		if err := f.c.Update(ctx, &other); err != nil {
+			t.Fatal(err)
+		}
+		if f.pass(); f.files.n != 1 {
+			t.Fatalf("bound claim on a cordoned node: %d restores", f.files.n)
+		}
+	})
 	t.Run("no agent node", func(t *testing.T) {
 		f := newRestoreFixture(t)
 		if err := f.c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "agent"}}); err != nil {
