@@ -327,7 +327,6 @@ func (e *Engine) Phase(ref Ref) (Phase, bool) {
 
 func (e *Engine) exists(ref Ref) bool { _, ok := e.Phase(ref); return ok }
 
-func (e *Engine) isActive(ref Ref) bool { p, _ := e.Phase(ref); return p == PhaseActive }
 
 // CheckDependencies is the admission-time question: would obj (of a registered kind)
 // depending on what it names close a cycle? The error is a *CycleError with the path.
