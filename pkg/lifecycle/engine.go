@@ -327,7 +327,6 @@ func (e *Engine) Phase(ref Ref) (Phase, bool) {
 
 func (e *Engine) exists(ref Ref) bool { _, ok := e.Phase(ref); return ok }
 
-
 // CheckDependencies is the admission-time question: would obj (of a registered kind)
 // depending on what it names close a cycle? The error is a *CycleError with the path.
 func (e *Engine) CheckDependencies(kind string, obj client.Object) error {
