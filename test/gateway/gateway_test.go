@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -175,6 +177,20 @@ func TestWeights(t *testing.T) {
 	if a, _ := get("nobody.gw.test", "/"); a.code != http.StatusNotFound {
 		t.Errorf("unknown host: %d, want 404", a.code)
 	}
+	// The access log (buffered, written within 100 ms) has a line per request, with the
+	// endpoint that answered.
+	line := regexp.MustCompile(`(?m)^time=\S+ level=INFO msg=request component=gateway route=` + ns +
+		`/split host=split\.gw\.test method=GET path=/ status=200 bytes=\d+ duration=[0-9.]+ms upstream=[0-9.]+:\d+ remote=127\.0\.0\.1:\d+$`)
+	servertest.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
+		b, err := os.ReadFile(logPath)
+		if err != nil {
+			return err
+		}
+		if n := len(line.FindAll(b, -1)); n < total {
+			return fmt.Errorf("%d access log lines of route %s/split, want ≥ %d", n, ns, total)
+		}
+		return nil
+	})
 }
 
 func TestSlowBackendKeepsOtherRoutesServing(t *testing.T) {

@@ -46,6 +46,8 @@ var (
 	hostIP    string // where the backends listen
 	// metrics is the registry the agent's gateway registers its kube_gateway_* metrics in.
 	metrics = prometheus.NewRegistry()
+	// logPath is the server's and agent's log, the gateway's access log included.
+	logPath string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -73,7 +75,7 @@ func run(m *testing.M) int {
 	forward, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	defer os.WriteFile("/proc/sys/net/ipv4/ip_forward", forward, 0o644)
 	defer agent.Cleanup(context.Background(), bridge, podCIDR)
-	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("kube-gateway-test-%d.log", os.Getpid()))
+	logPath = filepath.Join(os.TempDir(), fmt.Sprintf("kube-gateway-test-%d.log", os.Getpid()))
 	logf, _ := os.Create(logPath)
 	code := 1
 	defer func() {
