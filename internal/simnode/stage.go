@@ -168,7 +168,14 @@ var FieldKeys = map[string]fieldGetter{
 	".metadata.ownerReferences.kind": func(v *podView) (string, bool) {
 		return v.ownerKind, v.ownerKind != ""
 	},
-	".spec.nodeName":      func(v *podView) (string, bool) { return v.nodeName, true },
+	".spec.nodeName": func(v *podView) (string, bool) { return v.nodeName, true },
+	// The first container's image (kwok's .spec.containers.[].image, for one container).
+	".spec.containers.image": func(v *podView) (string, bool) {
+		if len(v.shape.containers) == 0 {
+			return "", false
+		}
+		return v.shape.containers[0].image, true
+	},
 	".spec.restartPolicy": func(v *podView) (string, bool) { return string(v.shape.restartPolicy), true },
 	".status.phase":       func(v *podView) (string, bool) { return string(v.phase()), true },
 	".status.podIP":       func(v *podView) (string, bool) { return ipString(v.ip), v.ip != 0 },

@@ -139,6 +139,8 @@ func TestSelectorOperators(t *testing.T) {
 		{Expression{Key: "metadata.annotations.a", Operator: "In", Values: []string{"1"}}, true},
 		{Expression{Key: "metadata.annotations.b", Operator: "NotIn", Values: []string{"1"}}, true},
 		{Expression{Key: "metadata.labels.a", Operator: "Exists"}, false},
+		{Expression{Key: ".spec.containers.image", Operator: "In", Values: []string{"img"}}, true},
+		{Expression{Key: ".spec.containers.image", Operator: "In", Values: []string{"other:2"}}, false},
 	}
 	for _, c := range cases {
 		tb := mk(c.e)

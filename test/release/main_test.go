@@ -54,6 +54,12 @@ const ns = "shop-dev"
 // brokenComponent's canary pods crash-loop (the simulated kubelet's stage below).
 const brokenComponent = "broken"
 
+// rollingBadComponent's pods crash-loop once they run rollingBadImage.
+const (
+	rollingBadComponent = "rollbad"
+	rollingBadImage     = "example.com/rollbad:2"
+)
+
 func stages() []simnode.Stage {
 	crash := simnode.Stage{Name: "broken-canary", Selector: simnode.Selector{
 		MatchLabels: map[string]string{v1alpha1.LabelComponent: brokenComponent, v1alpha1.LabelTrack: v1alpha1.TrackCanary},
@@ -61,7 +67,15 @@ func stages() []simnode.Stage {
 			{Key: ".metadata.deletionTimestamp", Operator: "DoesNotExist"},
 			{Key: ".status.containerStatuses.state", Operator: "In", Values: []string{"running"}}}},
 		Next: simnode.Next{Containers: simnode.CrashLoopBackOff, ExitCode: 2}}
-	return append([]simnode.Stage{crash}, simnode.DefaultStages(3*time.Second)...)
+	// rollingBadComponent's pods of its second image crash-loop, whatever their track.
+	crashRolled := simnode.Stage{Name: "rolling-bad", Selector: simnode.Selector{
+		MatchLabels: map[string]string{v1alpha1.LabelComponent: rollingBadComponent},
+		MatchExpressions: []simnode.Expression{
+			{Key: ".spec.containers.image", Operator: "In", Values: []string{rollingBadImage}},
+			{Key: ".metadata.deletionTimestamp", Operator: "DoesNotExist"},
+			{Key: ".status.containerStatuses.state", Operator: "In", Values: []string{"running"}}}},
+		Next: simnode.Next{Containers: simnode.CrashLoopBackOff, ExitCode: 2}}
+	return append([]simnode.Stage{crash, crashRolled}, simnode.DefaultStages(3*time.Second)...)
 }
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
