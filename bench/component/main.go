@@ -1,10 +1,14 @@
 // Command component measures the Component kind at scale (bench/README.md, "Components"):
-// A applications × C Components (labelled app.kubernetes.io/part-of=app-<i>, no
-// Application object) on simulated nodes, created → all Active, through the lifecycle
-// engine with the platform's Component driver; and the same workloads written directly by a
-// client as one Deployment and one Service each → all Deployments available. Both run in
-// one in-process kube server (the same scheduler, controllers and simulated nodes), in
-// namespaces of their own, rounds alternating the order. Results are JSON lines.
+// A Applications × C Components (labelled app.kubernetes.io/part-of=app-<i> and
+// kubeos.dev/application=app-<i>, with one Application object per i naming its Components
+// unless -applications=false) on simulated nodes, created → all Components Active, through
+// the lifecycle engine with the platform's Component driver; and the same workloads written
+// directly by a client as one Deployment and one Service each → all Deployments available.
+// Both run in one in-process kube server (the same scheduler, controllers and simulated
+// nodes), in namespaces of their own, rounds alternating the order. Results are JSON lines;
+// cpu_seconds is the process's user+system CPU time during the mode (server, simulated
+// nodes and the bench's clients: everything runs in this process), -cpuprofile writes one
+// CPU profile per mode and round.
 package main
 
 import (
@@ -14,8 +18,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"runtime/pprof"
 	"slices"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -25,7 +35,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kubeos.dev/kube/internal/server"
@@ -41,11 +53,86 @@ func main() {
 	clients := flag.Int("clients", 8, "concurrent creating clients")
 	rounds := flag.Int("rounds", 1, "engine/bare pairs (alternating order)")
 	timeout := flag.Duration("timeout", 15*time.Minute, "per run")
+	flag.BoolVar(&withApps, "applications", true, "create one Application object per application (engine mode)")
+	flag.StringVar(&profile, "cpuprofile", "", "write a CPU profile per mode to <this>-<mode>-<round>.pprof")
 	flag.Parse()
 	if err := run(*apps, *comps, *nodes, *clients, *rounds, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "component bench:", err)
 		os.Exit(1)
 	}
+}
+
+var (
+	withApps bool
+	profile  string
+	metrics  interface {
+		Get() *rest.Request
+	}
+)
+
+var requestLine = regexp.MustCompile(`^kube_apiserver_requests_total\{(.*)\} (\S+)$`)
+var passLine = regexp.MustCompile(`^kube_lifecycle_reconcile_seconds_(sum|count)\{kind="Component"\} (\S+)$`)
+var labelPair = regexp.MustCompile(`(\w+)="([^"]*)"`)
+
+// requestCounts reads the server's request counters by "verb resource".
+func requestCounts(ctx context.Context) map[string]float64 {
+	out := map[string]float64{}
+	body, err := metrics.Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if m := passLine.FindStringSubmatch(line); m != nil {
+			v, _ := strconv.ParseFloat(m[2], 64)
+			out["passes "+m[1]] = v
+			continue
+		}
+		m := requestLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		l := map[string]string{}
+		for _, kv := range labelPair.FindAllStringSubmatch(m[1], -1) {
+			l[kv[1]] = kv[2]
+		}
+		v, _ := strconv.ParseFloat(m[2], 64)
+		out[l["verb"]+" "+l["resource"]] += v
+	}
+	return out
+}
+
+// requestDelta is the requests served between two readings: the total and the largest 12.
+func requestDelta(before, after map[string]float64) (int, []string) {
+	type kv struct {
+		k string
+		n int
+	}
+	var all []kv
+	total := 0
+	for k, v := range after {
+		if strings.HasPrefix(k, "passes ") {
+			continue
+		}
+		if n := int(v - before[k]); n > 0 {
+			all = append(all, kv{k, n})
+			total += n
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n })
+	var top []string
+	for i := 0; i < len(all) && i < 12; i++ {
+		top = append(top, fmt.Sprintf("%s %d", all[i].k, all[i].n))
+	}
+	return total, top
+}
+
+// cpuSeconds is the process's user+system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 type result struct {
@@ -55,6 +142,19 @@ type result struct {
 	Create   float64 `json:"create_seconds"`
 	AllReady float64 `json:"all_ready_seconds"`
 	PerSec   float64 `json:"ready_per_second"`
+	// AppsActive (engine with Applications) is when every Application was Active.
+	AppsActive float64 `json:"applications_active_seconds,omitempty"`
+	// CPU is the process's CPU seconds from the first create to all ready.
+	CPU float64 `json:"cpu_seconds"`
+	// Requests counts the API requests served during the mode (every client: the bench's,
+	// the engine's, the controllers', the simulated nodes'); Top the largest by verb and
+	// resource.
+	Requests int      `json:"requests"`
+	Top      []string `json:"top_requests"`
+	// Passes (engine) counts the Component reconciles and PassSeconds their total time
+	// (kube_lifecycle_reconcile_seconds).
+	Passes      int     `json:"component_passes,omitempty"`
+	PassSeconds float64 `json:"component_pass_seconds,omitempty"`
 	// Lag (engine only) is, per Component, its Ready condition's transition after its
 	// Deployment's Available one (second resolution): the median and the largest.
 	LagMedian float64 `json:"lag_median_seconds,omitempty"`
@@ -91,6 +191,11 @@ func run(apps, comps, nodes, clients, rounds int, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	metrics = cs.Discovery().RESTClient()
 	ctx := context.Background()
 	if err := waitNodes(ctx, c, nodes); err != nil {
 		return err
@@ -106,7 +211,20 @@ func run(apps, comps, nodes, clients, rounds int, timeout time.Duration) error {
 			if err := namespace(ctx, c, ns); err != nil {
 				return err
 			}
+			var prof *os.File
+			if profile != "" {
+				if prof, err = os.Create(fmt.Sprintf("%s-%s-%d.pprof", profile, mode, r)); err != nil {
+					return err
+				}
+				if err := pprof.StartCPUProfile(prof); err != nil {
+					return err
+				}
+			}
 			res, err := runMode(ctx, c, mode, ns, apps, comps, clients, timeout)
+			if prof != nil {
+				pprof.StopCPUProfile()
+				prof.Close()
+			}
 			if err != nil {
 				return fmt.Errorf("round %d %s: %w", r, mode, err)
 			}
@@ -176,10 +294,20 @@ func waitGone(ctx context.Context, c client.Client, ns string, timeout time.Dura
 // Deployment and Service a client would write for it (the driver's labels and shape).
 func component(ns string, i, j int) *v1alpha1.Component {
 	one := int32(1)
+	app := fmt.Sprintf("app-%d", i)
 	return &v1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("app-%d-c%d", i, j),
-		Labels: map[string]string{"app.kubernetes.io/part-of": fmt.Sprintf("app-%d", i)}},
+		Labels: map[string]string{"app.kubernetes.io/part-of": app, "kubeos.dev/application": app}},
 		Spec: v1alpha1.ComponentSpec{Image: "busybox", Replicas: &one, Command: []string{"httpd", "-f"},
 			Exposes: []v1alpha1.ComponentPort{{Name: "http", Port: 8080}}}}
+}
+
+// application is the i-th Application, naming its comps Components.
+func application(ns string, i, comps int) *v1alpha1.Application {
+	a := &v1alpha1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("app-%d", i)}}
+	for j := 0; j < comps; j++ {
+		a.Spec.Components = append(a.Spec.Components, fmt.Sprintf("app-%d-c%d", i, j))
+	}
+	return a
 }
 
 func bare(ns string, i, j int) (*appsv1.Deployment, *corev1.Service) {
@@ -205,7 +333,7 @@ func runMode(ctx context.Context, c client.Client, mode, ns string, apps, comps,
 	jobs := make(chan job)
 	errs := make(chan error, clients)
 	var wg sync.WaitGroup
-	start := time.Now()
+	start, cpu0, req0 := time.Now(), cpuSeconds(), requestCounts(ctx)
 	for w := 0; w < clients; w++ {
 		wg.Add(1)
 		go func() {
@@ -214,6 +342,9 @@ func runMode(ctx context.Context, c client.Client, mode, ns string, apps, comps,
 				var objs []client.Object
 				if mode == "engine" {
 					objs = []client.Object{component(ns, jb.i, jb.j)}
+					if withApps && jb.j == 0 {
+						objs = append(objs, application(ns, jb.i, comps))
+					}
 				} else {
 					d, s := bare(ns, jb.i, jb.j)
 					objs = []client.Object{d, s}
@@ -256,7 +387,26 @@ func runMode(ctx context.Context, c client.Client, mode, ns string, apps, comps,
 		time.Sleep(250 * time.Millisecond)
 	}
 	all := time.Since(start)
-	res := result{Mode: mode, Objects: n, Create: created.Seconds(), AllReady: all.Seconds(), PerSec: float64(n) / all.Seconds()}
+	res := result{Mode: mode, Objects: n, Create: created.Seconds(), AllReady: all.Seconds(), PerSec: float64(n) / all.Seconds(), CPU: cpuSeconds() - cpu0}
+	req1 := requestCounts(ctx)
+	res.Requests, res.Top = requestDelta(req0, req1)
+	res.Passes, res.PassSeconds = int(req1["passes count"]-req0["passes count"]), req1["passes sum"]-req0["passes sum"]
+	if mode == "engine" && withApps {
+		for {
+			active, err := countActiveApps(ctx, c, ns)
+			if err != nil {
+				return result{}, err
+			}
+			if active >= apps {
+				break
+			}
+			if time.Now().After(deadline) {
+				return result{}, fmt.Errorf("%d/%d Applications Active after %s", active, apps, timeout)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		res.AppsActive = time.Since(start).Seconds()
+	}
 	if mode == "engine" {
 		lags, err := readyLags(ctx, c, ns)
 		if err != nil {
@@ -308,6 +458,20 @@ func createRetry(ctx context.Context, c client.Client, o client.Object) error {
 		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
 	}
 	return err
+}
+
+func countActiveApps(ctx context.Context, c client.Client, ns string) (int, error) {
+	var l v1alpha1.ApplicationList
+	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, a := range l.Items {
+		if a.Status.Phase == "Active" {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func countReady(ctx context.Context, c client.Client, mode, ns string) (int, error) {

@@ -26,18 +26,23 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 	"kubeos.dev/kube/pkg/lifecycle"
 )
 
 // The Component driver. Every pass reads what the Component uses (connection Secrets'
-// keys, Volumes' claims, the Application that claims it), builds the objects it wants
+// keys, Volumes' claims, the Application that claims it) — owned objects, Applications,
+// Volumes, Releases and pods from the informer cache (componentReads), checked against
+// the newest event the engine delivered for them — builds the objects it wants
 // (buildComponent, pure), and compares each with the live one by a server-side apply dry
 // run (so fields defaulted by the server or owned by other managers — an HPA's replicas —
-// never count as drift); a pair found equal is remembered by its signature (the desired
-// body, the live object's generation or resourceVersion, labels and owner references), so
-// the passes an owned object's status updates bring skip the dry run. Writes are server-side applies with field manager
+// never count as drift); a pair found equal — or just applied, the apply's answer being
+// the live object — is remembered by its signature (the desired body, the live object's
+// generation or resourceVersion, labels and owner references), so the passes an owned
+// object's status updates bring skip the dry run (after a restart, one dry run per object
+// learns it again). Writes are server-side applies with field manager
 // componentFieldManager; owned objects no longer wanted (another workload kind, a Service
 // after exposes went empty, an HPA after autoscaling went) are deleted.
 //
@@ -52,18 +57,31 @@ const componentFieldManager = "kube-component"
 // again: pods' waiting reasons (ImagePullBackOff) change without the workload changing.
 const componentNotReadyRequeue = 10 * time.Second
 
+// componentThrashGuard defers a Component reconciled more than 120 times in a minute by
+// 10 s: a pass reads from the cache and is cheap, and a rolling Deployment's status moves
+// a few times per replica (the default, 20 → deferred by a minute, held a drift repair
+// back for a minute after a rollout).
+func componentThrashGuard() *lifecycle.ThrashGuard[reconcile.Request] {
+	return &lifecycle.ThrashGuard[reconcile.Request]{Max: 120, Window: time.Minute, Defer: 10 * time.Second}
+}
+
 // registerComponent registers the Component kind.
 func registerComponent(e *lifecycle.Engine, o Options) error {
-	d := &componentDriver{o: o}
+	d := &componentDriver{o: o, reads: &componentReads{cache: o.Servers.Reader, direct: o.Client}}
+	watches := []lifecycle.Watch{
+		{Object: &v1alpha1.Application{}, Map: d.mapApplication},
+		{Object: &v1alpha1.Release{}, Map: d.mapRelease},
+		{Object: &v1alpha1.Volume{}, Map: d.mapVolume},
+	}
+	// The owned types: what KindOptions.Owns would do (a change reconciles the controlling
+	// Component), with the event's version recorded first (componentReads).
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &batchv1.Job{}, &batchv1.CronJob{}, &corev1.Service{},
+		&autoscalingv2.HorizontalPodAutoscaler{}} {
+		watches = append(watches, lifecycle.Watch{Object: obj, Map: d.reads.ownerMap})
+	}
 	return RegisterData(e, o, lifecycle.KindOptions[*v1alpha1.Component]{Kind: "Component", New: func() *v1alpha1.Component { return &v1alpha1.Component{} },
 		Driver: d, MaxConcurrentReconciles: 32, Dependencies: componentDependencies, // reconciles wait on the API, not the CPU
-		Owns: []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &batchv1.Job{}, &batchv1.CronJob{}, &corev1.Service{},
-			&autoscalingv2.HorizontalPodAutoscaler{}},
-		Watches: []lifecycle.Watch{
-			{Object: &v1alpha1.Application{}, Map: d.mapApplication},
-			{Object: &v1alpha1.Release{}, Map: mapComponentRelease},
-			{Object: &v1alpha1.Volume{}, Map: d.mapVolume},
-		}})
+		Thrash: componentThrashGuard(), Watches: watches})
 }
 
 // componentDependencies are the objects of spec.uses, all in the Component's namespace.
@@ -81,6 +99,10 @@ type componentDriver struct {
 	// of the last desired/live pair a dry run found equal: while neither side moves, a pass
 	// skips the dry run (an owned object's status updates do not count as moving).
 	verified sync.Map
+	// reads is where owned objects, Applications, Releases, Volumes and pods are read.
+	reads *componentReads
+	// apps remembers, per Application UID, the generation last mapped (mapApplication).
+	apps sync.Map
 }
 
 var _ lifecycle.Driver[*v1alpha1.Component] = (*componentDriver)(nil)
@@ -141,12 +163,13 @@ func (d *componentDriver) inputs(ctx context.Context, c *v1alpha1.Component) (co
 			sort.Strings(r.Keys)
 		case u.Kind == "Volume":
 			var v v1alpha1.Volume
-			if err := d.o.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: u.Name}, &v); err != nil {
-				if apierrors.IsNotFound(err) {
-					return in, &lifecycle.Outcome{Phase: lifecycle.PhaseReconciling, Reason: "UseNotFound",
-						Message: "waiting for Volume " + u.Name, RequeueAfter: 5 * time.Second}, nil
-				}
-				return in, nil, fmt.Errorf("read Volume %s: %w", u.Name, err)
+			found, err := d.reads.get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: u.Name}, &v)
+			if err != nil {
+				return in, nil, err
+			}
+			if !found {
+				return in, &lifecycle.Outcome{Phase: lifecycle.PhaseReconciling, Reason: "UseNotFound",
+					Message: "waiting for Volume " + u.Name, RequeueAfter: 5 * time.Second}, nil
 			}
 			r.Volume, r.Claim = &v, v.Status.ClaimName
 			if r.Claim == "" {
@@ -160,12 +183,12 @@ func (d *componentDriver) inputs(ctx context.Context, c *v1alpha1.Component) (co
 	}
 	if name := c.Labels[componentLabelApplication]; name != "" {
 		var app v1alpha1.Application
-		err := d.o.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &app)
-		switch {
-		case err == nil:
+		found, err := d.reads.get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &app)
+		if err != nil {
+			return in, nil, err
+		}
+		if found {
 			in.App = &app
-		case !apierrors.IsNotFound(err):
-			return in, nil, fmt.Errorf("read Application %s: %w", name, err)
 		}
 	}
 	return in, nil, nil
@@ -173,11 +196,11 @@ func (d *componentDriver) inputs(ctx context.Context, c *v1alpha1.Component) (co
 
 // release is the Release of c (spec.component == c's name), "" when none.
 func (d *componentDriver) release(ctx context.Context, c *v1alpha1.Component) (string, error) {
-	var l v1alpha1.ReleaseList
-	if err := d.o.Client.List(ctx, &l, client.InNamespace(c.Namespace)); err != nil {
-		return "", fmt.Errorf("list Releases: %w", err)
+	rels, err := d.reads.releasesOf(ctx, c.Namespace, c.Name)
+	if err != nil {
+		return "", err
 	}
-	for _, r := range l.Items {
+	for _, r := range rels {
 		if r.Spec.Component == c.Name && r.DeletionTimestamp == nil {
 			return r.Name, nil
 		}
@@ -212,11 +235,8 @@ func componentApplyBody(obj client.Object) (*unstructured.Unstructured, error) {
 func (d *componentDriver) live(ctx context.Context, c *v1alpha1.Component, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
-	if err := d.o.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name}, u); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("read %s %s: %w", gvk.Kind, c.Name, err)
+	if found, err := d.reads.get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name}, u); err != nil || !found {
+		return nil, err
 	}
 	return u, nil
 }
@@ -413,7 +433,7 @@ func (d *componentDriver) readiness(ctx context.Context, c *v1alpha1.Component, 
 		return out, nil
 	}
 	var pods corev1.PodList
-	if err := d.o.Client.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(componentSelector(c))); err != nil {
+	if err := d.reads.cache().List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels(componentSelector(c))); err != nil {
 		return out, fmt.Errorf("list pods: %w", err)
 	}
 	out.Phase, out.RequeueAfter = lifecycle.PhaseReconciling, componentNotReadyRequeue
@@ -461,6 +481,10 @@ func (d *componentDriver) ensure(ctx context.Context, c *v1alpha1.Component, rea
 		if err != nil {
 			return lifecycle.Outcome{}, fmt.Errorf("apply %s %s: %w", o.want.GetKind(), o.want.GetName(), err)
 		}
+		// The answer is the object as applied: until it moves, the passes to come need
+		// no dry run to know it is what is wanted.
+		d.verified.Store(string(c.UID)+"/"+o.want.GetKind(), componentSignature(o.want, res))
+		d.reads.created(res)
 		written = append(written, o.want.GetKind())
 	}
 	rel, err := d.release(ctx, c)
@@ -558,12 +582,20 @@ func (d *componentDriver) mapApplication(ctx context.Context, obj client.Object)
 	if !ok {
 		return nil
 	}
+	d.reads.record(app)
+	// What a Component takes from its Application is in the spec: status writes (its table
+	// of the members, rewritten as they progress) do not concern them. A deletion's last
+	// event carries the generation already mapped; the members' own deletions follow.
+	mark := fmt.Sprintf("%d/%t", app.Generation, app.DeletionTimestamp != nil)
+	if prev, loaded := d.apps.Swap(app.UID, mark); loaded && prev == mark {
+		return nil
+	}
 	seen := map[string]bool{}
 	for _, n := range app.Spec.Components {
 		seen[n] = true
 	}
 	var l v1alpha1.ComponentList
-	if err := d.o.Client.List(ctx, &l, client.InNamespace(app.Namespace), client.MatchingLabels{componentLabelApplication: app.Name}); err == nil {
+	if err := d.reads.cache().List(ctx, &l, client.InNamespace(app.Namespace), client.MatchingLabels{componentLabelApplication: app.Name}); err == nil {
 		for _, c := range l.Items {
 			seen[c.Name] = true
 		}
@@ -575,19 +607,21 @@ func (d *componentDriver) mapApplication(ctx context.Context, obj client.Object)
 	return out
 }
 
-// mapComponentRelease: a Release concerns its Component (status.release).
-func mapComponentRelease(_ context.Context, obj client.Object) []types.NamespacedName {
+// mapRelease: a Release concerns its Component (status.release).
+func (d *componentDriver) mapRelease(_ context.Context, obj client.Object) []types.NamespacedName {
 	r, ok := obj.(*v1alpha1.Release)
 	if !ok || r.Spec.Component == "" {
 		return nil
 	}
+	d.reads.recordRelease(r)
 	return []types.NamespacedName{{Namespace: r.Namespace, Name: r.Spec.Component}}
 }
 
 // mapVolume: a Volume concerns the Components that use it (its claim name).
 func (d *componentDriver) mapVolume(ctx context.Context, obj client.Object) []types.NamespacedName {
+	d.reads.record(obj)
 	var l v1alpha1.ComponentList
-	if err := d.o.Client.List(ctx, &l, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := d.reads.cache().List(ctx, &l, client.InNamespace(obj.GetNamespace())); err != nil {
 		return nil
 	}
 	var out []types.NamespacedName

@@ -204,9 +204,12 @@ spec: {image: busybox, command: ["false"]}
 		t.Errorf("status %+v", c.Status)
 	}
 	// Deletion does not wait on the crash loop.
-	if _, errOut, err := alice(t, "", "-n", acmeNS, "delete", "component", crashComponent, "--wait=true", "--timeout=60s"); err != nil {
+	// kubectl does not wait (RunKubectl kills it after 60 s, short of a loaded machine's
+	// foreground deletion); the test does.
+	if _, errOut, err := alice(t, "", "-n", acmeNS, "delete", "component", crashComponent, "--wait=false"); err != nil {
 		t.Fatalf("delete: %v %s", err, errOut)
 	}
+	gone(t, &v1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Namespace: acmeNS, Name: crashComponent}}, 3*time.Minute)
 }
 
 // TestBatch: a Job Component is Active once the Job completed; a CronJob Component once
@@ -304,9 +307,12 @@ spec:
 	waitComponent(t, "api", 60*time.Second, "Active with 1 replica", func(c *v1alpha1.Component) bool {
 		return active(c) && c.Status.Replicas == 1 && c.Status.ReadyReplicas == 1
 	})
-	if _, errOut, err := alice(t, "", "-n", acmeNS, "delete", "component", "api", "--wait=true", "--timeout=60s"); err != nil {
+	// kubectl does not wait (RunKubectl kills it after 60 s, short of a loaded machine's
+	// foreground deletion); the test does.
+	if _, errOut, err := alice(t, "", "-n", acmeNS, "delete", "component", "api", "--wait=false"); err != nil {
 		t.Fatalf("delete: %v %s", err, errOut)
 	}
+	gone(t, &v1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Namespace: acmeNS, Name: "api"}}, 3*time.Minute)
 }
 
 // TestStatefulSetAndVolumes: a perReplica Volume makes the Component a StatefulSet with a
@@ -369,9 +375,12 @@ spec:
 	if c.Status.Workload.Kind != "StatefulSet" || c.Status.Service != "store" {
 		t.Errorf("status %+v", c.Status)
 	}
-	if _, errOut, err := alice(t, "", "-n", acmeNS, "delete", "component", "store", "--wait=true", "--timeout=90s"); err != nil {
+	// kubectl does not wait (RunKubectl kills it after 60 s, short of a loaded machine's
+	// foreground deletion); the test does.
+	if _, errOut, err := alice(t, "", "-n", acmeNS, "delete", "component", "store", "--wait=false"); err != nil {
 		t.Fatalf("delete: %v %s", err, errOut)
 	}
+	gone(t, &v1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Namespace: acmeNS, Name: "store"}}, 3*time.Minute)
 	gone(t, &appsv1.StatefulSet{ObjectMeta: sts.ObjectMeta}, 30*time.Second)
 }
 
@@ -415,9 +424,12 @@ spec: {component: front}
 		t.Fatalf("delete release: %v %s", err, errOut)
 	}
 	waitComponent(t, "front", 60*time.Second, "without a Release", func(c *v1alpha1.Component) bool { return c.Status.Release == "" })
-	if _, errOut, err := alice(t, "", "-n", acmeNS, "delete", "component", "front", "--wait=true", "--timeout=60s"); err != nil {
+	// kubectl does not wait (RunKubectl kills it after 60 s, short of a loaded machine's
+	// foreground deletion); the test does.
+	if _, errOut, err := alice(t, "", "-n", acmeNS, "delete", "component", "front", "--wait=false"); err != nil {
 		t.Fatalf("delete: %v %s", err, errOut)
 	}
+	gone(t, &v1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Namespace: acmeNS, Name: "front"}}, 3*time.Minute)
 }
 
 // TestBadInput: what the validator refuses, as alice sees it with kubectl 1.33.
