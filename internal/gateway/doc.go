@@ -39,5 +39,7 @@
 //
 // Answers: no Route for the host or no matching rule → 404; a backend whose Service does
 // not exist → 500 (Gateway API's answer for an unresolved backend); no ready endpoint →
-// 503; the upstream unreachable after the retries → 502; the rule's timeout → 504.
+// 503, after the request waited up to a second for a table that gives it one (a table is
+// built from several informers' caches, which can disagree for a moment); the upstream
+// unreachable after the retries → 502; the rule's timeout → 504.
 package gateway

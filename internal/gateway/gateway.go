@@ -61,6 +61,8 @@ type Gateway struct {
 	log       *slog.Logger
 	access    *accessLog // nil: no access log
 	table     atomic.Pointer[Table]
+	swapped   atomic.Pointer[chan struct{}] // closed (and replaced) by each Swap
+	awaiting  atomic.Int64                  // requests held by awaitEndpoints
 	metrics   *metrics
 	noRoute   *routeMetrics // the series of requests that match no Route
 	transport *http.Transport
@@ -104,6 +106,8 @@ func New(o Options) (*Gateway, error) {
 	}
 	g.proxy = g.newReverseProxy()
 	g.table.Store(Compile(Input{}))
+	ch := make(chan struct{})
+	g.swapped.Store(&ch)
 	return g, nil
 }
 
@@ -129,6 +133,8 @@ func (g *Gateway) Swap(t *Table) {
 		bind(es)
 	}
 	g.table.Store(t)
+	ch := make(chan struct{})
+	close(*g.swapped.Swap(&ch))
 	g.metrics.builds.Inc()
 	g.metrics.routes.Set(float64(len(keep)))
 	g.metrics.forget(keep)

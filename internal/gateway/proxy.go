@@ -146,6 +146,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex := &exchange{sw: statusWriter{ResponseWriter: w}}
 	sw := &ex.sw
 	m := g.table.Load().Route(hostOnly(r.Host), r)
+	if m != nil && !m.Rule.hasEndpoints() {
+		m = g.awaitEndpoints(r, m)
+	}
 	if m == nil {
 		http.NotFound(sw, r)
 		g.finish(r, ex, start, g.noRoute, RouteKey{})
@@ -214,6 +217,56 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // pick chooses a rule's target by weight (nil: none).
+// noEndpointWait is how long a request whose rule has no ready endpoint waits for a table
+// that gives it one before it is answered 503. A table is built from several informers'
+// caches, which can be between two states for a moment (a canary's Services deleted
+// before the Release's status says so; test/application saw a few 503s while stable pods
+// were ready): the next table, milliseconds later, heals it, and a request held that long
+// is better served than refused.
+const noEndpointWait = time.Second
+
+// hasEndpoints is whether the rule can send a request somewhere: a target with a ready
+// endpoint, or one with a problem (answered 500 at once), or none at all.
+func (rule *Rule) hasEndpoints() bool {
+	if len(rule.Targets) == 0 {
+		return true
+	}
+	for _, tg := range rule.Targets {
+		if len(tg.Addrs) > 0 || tg.Problem != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitEndpoints waits, up to noEndpointWait or the request's end, for a table in which
+// the request's rule has an endpoint, and returns the request's match in the last table
+// seen.
+func (g *Gateway) awaitEndpoints(r *http.Request, m *Match) *Match {
+	g.awaiting.Add(1)
+	defer g.awaiting.Add(-1)
+	timer := time.NewTimer(noEndpointWait)
+	defer timer.Stop()
+	cur := g.table.Load()
+	for {
+		swapped := *g.swapped.Load()
+		if t := g.table.Load(); t != cur {
+			cur = t
+			if m = cur.Route(hostOnly(r.Host), r); m == nil || m.Rule.hasEndpoints() {
+				return m
+			}
+			continue
+		}
+		select {
+		case <-swapped:
+		case <-timer.C:
+			return m
+		case <-r.Context().Done():
+			return m
+		}
+	}
+}
+
 func pick(rule *Rule) *Target {
 	switch {
 	case rule.total <= 0:
