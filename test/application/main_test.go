@@ -157,7 +157,7 @@ func run(m *testing.M) (code int) {
 		o.AgentResolvConf = filepath.Join(dir, "resolv.conf")
 		o.ClusterCIDR = podCIDR
 		o.NodeCIDRMaskSize = 24
-		o.AgentGateway = agent.GatewayOptions{Enabled: true, Address: "127.0.0.1", HTTPPort: hp, HTTPSPort: sp, AccessLog: true,
+		o.AgentGateway = agent.GatewayOptions{Enabled: true, Address: "127.0.0.1", HTTPPort: hp, HTTPSPort: sp, AccessLog: true, AccessLogWriter: logf,
 			Ready: func(h, s net.Addr) {
 				select {
 				case <-ready:
