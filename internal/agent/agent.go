@@ -244,7 +244,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	})
 	srv, err := server.Listen(server.Options{Addr: net.JoinHostPort(o.Address, fmt.Sprint(o.Port)), NodeName: o.NodeName, ClientCA: caPool,
 		CertDir: filepath.Join(o.DataDir, "pki"), Hosts: hosts, Client: a.client, Pods: mgr, Runtime: cri.Runtime,
-		Volumes: LocalVolumes{Dir: filepath.Join(o.DataDir, "volumes")}, Debug: map[string]http.Handler{"/debug/services": a.ServicesHandler()},
+		Volumes: LocalVolumes{Dir: filepath.Join(o.DataDir, "volumes")}, Debug: map[string]http.Handler{"/debug/services": a.ServicesHandler(), "/healthz/services": a.ServicesHealthHandler()},
 		Log: a.log})
 	if err != nil {
 		return err

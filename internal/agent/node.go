@@ -193,7 +193,7 @@ func (a *Agent) nodeStatus(ctx context.Context, old corev1.NodeStatus) corev1.No
 	out := corev1.NodeStatus{
 		Capacity:        a.machine.capacity,
 		Allocatable:     a.allocatable,
-		Conditions:      nodeConditions(old.Conditions, err, rs, metav1.Now()),
+		Conditions:      append(nodeConditions(old.Conditions, err, rs, metav1.Now()), a.serviceConditions(old.Conditions, metav1.Now())...),
 		Addresses:       a.addresses(),
 		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(a.port)}},
 		NodeInfo:        info,

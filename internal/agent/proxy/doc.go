@@ -65,8 +65,15 @@
 //	nat-postrouting (srcnat): ip saddr . ip daddr @hairpin (a pod DNATed to itself) →
 //	    mark; mark 0x4000 → masquerade
 //
-// Run needs CAP_NET_ADMIN and nf_tables; without them it fails at start with
-// ErrNoNFTables (the agent stops and says so). Cleanup removes the table and routes
+// Endpoints whose address no node should DNAT to (not a canonical IPv4 address, loopback,
+// link-local, multicast, reserved, or inside the Service CIDR: endpoints.go) are left out
+// of their slice, the rest of it programmed, and a Warning Event (IgnoredEndpointAddress)
+// on the slice says so once per revision (Options.Recorder).
+//
+// New needs CAP_NET_ADMIN and nf_tables; without them (or with Options.Probe failing) it
+// fails with ErrNoNFTables. There is no userspace fallback: the agent keeps the node's pods
+// running, reports the node's ServiceProxyReady condition False (NFTablesUnavailable) and
+// tries New again every few seconds. Cleanup removes the table and routes
 // (`kube agent --cleanup` and tests). Handler serves /debug/services (what is programmed,
 // from which EndpointSlice resourceVersions); Metrics registers
 // kubeproxy_sync_proxy_rules_duration_seconds and the programmed counts.

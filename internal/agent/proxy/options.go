@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 )
 
 // ErrNoNFTables is returned by New when the node cannot program nftables (no nf_tables in
-// the kernel, or no CAP_NET_ADMIN).
+// the kernel, no CAP_NET_ADMIN, or Options.Probe said so). The agent keeps running its pods
+// and retries; there is no userspace fallback.
 var ErrNoNFTables = errors.New("nftables is not available on this node")
 
 // SkipAnnotation marks a Service the proxy leaves alone (the cluster DNS Service, answered
@@ -35,6 +37,14 @@ type Options struct {
 	ClusterCIDR string
 	// Log receives the proxy's messages.
 	Log *slog.Logger
+	// Recorder, when set, receives the proxy's Events (a Warning on an EndpointSlice whose
+	// addresses it ignores, once per revision of the slice).
+	Recorder record.EventRecorder
+	// Probe, when set, is asked first by New whether this node can program nftables; an
+	// error makes New fail with ErrNoNFTables as a kernel without nf_tables would. Tests
+	// use it to stand for such a kernel without breaking the machine's; nil asks only the
+	// kernel (New's own transaction).
+	Probe func() error
 	// Synced, when set, is called after each sync that programmed changes (benchmarks).
 	Synced func(SyncEvent)
 }

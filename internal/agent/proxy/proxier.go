@@ -49,16 +49,22 @@ type Proxier struct {
 	metrics    *metrics
 	changeTime map[string]time.Time // service ns/name → first unsynced change seen (informer time)
 	cache      *portCache           // each Service port's desired content, while it does not change
+	warned     map[string]string    // slice ns/name → resourceVersion whose ignored addresses were reported
 }
 
 // New checks the options and the node: nftables usable (the table and its base chains are
 // made here), forwarding and bridge netfilter on, the Service CIDR's unreachable route in
-// place. Without nftables the error wraps ErrNoNFTables.
+// place. Without nftables (or with Options.Probe failing) the error wraps ErrNoNFTables.
 func New(o Options) (*Proxier, error) {
 	o.defaults()
 	p, err := o.parse()
 	if err != nil {
 		return nil, err
+	}
+	if o.Probe != nil {
+		if err := o.Probe(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNoNFTables, err)
+		}
 	}
 	prog, err := newProgrammer(o.Table, p.nodeIP)
 	if err != nil {
@@ -80,7 +86,7 @@ func New(o Options) (*Proxier, error) {
 	px := &Proxier{o: o, p: p, log: o.Log.With("component", "service-proxy", "table", o.Table), prog: prog, routes: rt,
 		ct: conntrack.New(), kick: make(chan struct{}, 1), sliceRVs: map[string]map[string]string{},
 		svcMap: k8sproxy.ServicePortMap{}, epMap: k8sproxy.EndpointsMap{}, metrics: newMetrics(),
-		changeTime: map[string]time.Time{}, cache: newPortCache()}
+		changeTime: map[string]time.Time{}, cache: newPortCache(), warned: map[string]string{}}
 	px.svcTracker = k8sproxy.NewServiceChangeTracker(v1.IPv4Protocol, nil, nil)
 	px.epTracker = k8sproxy.NewEndpointsChangeTracker(v1.IPv4Protocol, o.NodeName, nil, nil)
 	return px, nil
@@ -125,6 +131,14 @@ func (px *Proxier) Run(ctx context.Context) error {
 		}
 		timer.Reset(next)
 	}
+}
+
+// LastSync is when the Service rules were last synced into the kernel; false before the
+// first sync.
+func (px *Proxier) LastSync() (time.Time, bool) {
+	px.mu.Lock()
+	defer px.mu.Unlock()
+	return px.lastSync, !px.lastSync.IsZero()
 }
 
 func (px *Proxier) ready() bool {
@@ -256,10 +270,14 @@ func (px *Proxier) sliceChanged(s *discoveryv1.EndpointSlice, removed bool) {
 		if len(rvs) == 0 {
 			delete(px.sliceRVs, key)
 		}
+		delete(px.warned, s.Namespace+"/"+s.Name)
 	} else {
 		rvs[s.Name] = s.ResourceVersion
 	}
 	px.mu.Unlock()
+	if !removed {
+		s = px.withoutBogus(s)
+	}
 	if px.epTracker.EndpointSliceUpdate(s, removed) {
 		px.noteChange(key)
 		px.trigger()
