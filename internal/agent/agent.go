@@ -14,16 +14,21 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"kubeos.dev/kube/internal/agent/cni"
+	"kubeos.dev/kube/internal/agent/eviction"
 	"kubeos.dev/kube/internal/agent/images"
 	"kubeos.dev/kube/internal/agent/pods"
 	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 	"kubeos.dev/kube/internal/agent/server"
+	"kubeos.dev/kube/internal/agent/stats"
 )
 
 // Options configure an agent. Defaults fills the empty ones.
@@ -76,6 +81,18 @@ type Options struct {
 	NetworkPolicy NetworkPolicyOptions
 	// Gateway configures the node's HTTP(S) gateway for Routes (net_gateway.go).
 	Gateway GatewayOptions
+	// EvictionHard are the hard eviction thresholds in --eviction-hard syntax (default
+	// eviction.DefaultHard, the kubelet's; "none": no threshold, only the pods' own local
+	// storage limits are enforced).
+	EvictionHard string
+	// EvictionPressureTransitionPeriod is how long a pressure condition stays after its
+	// threshold is no longer met (default 5 min).
+	EvictionPressureTransitionPeriod time.Duration
+	// ShutdownGracePeriod is the time a graceful node shutdown (the agent's context ending,
+	// SIGTERM to kube agent) has to stop the node's pods before the agent exits; 0 (the
+	// default) leaves the pods running. ShutdownGracePeriodCriticalPods is the part of it
+	// kept for critical pods, stopped last.
+	ShutdownGracePeriod, ShutdownGracePeriodCriticalPods time.Duration
 	// Log receives the agent's messages.
 	Log *slog.Logger
 }
@@ -107,6 +124,9 @@ func (o *Options) Defaults() {
 	if o.ServiceCIDR == "" {
 		o.ServiceCIDR = "10.96.0.0/12"
 	}
+	if o.EvictionHard == "" {
+		o.EvictionHard = eviction.DefaultHard
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -128,6 +148,20 @@ func (o *Options) Validate() error {
 			}
 		}
 	}
+	if o.EvictionHard != "none" {
+		if _, err := eviction.ParseThresholds(o.EvictionHard); err != nil {
+			errs = append(errs, fmt.Errorf("agent: %w", err))
+		}
+	}
+	if o.ShutdownGracePeriod < 0 || o.ShutdownGracePeriodCriticalPods < 0 {
+		errs = append(errs, errors.New("agent: --shutdown-grace-period and --shutdown-grace-period-critical-pods must not be negative"))
+	}
+	if o.ShutdownGracePeriodCriticalPods > o.ShutdownGracePeriod {
+		errs = append(errs, fmt.Errorf("agent: --shutdown-grace-period-critical-pods %s is longer than --shutdown-grace-period %s", o.ShutdownGracePeriodCriticalPods, o.ShutdownGracePeriod))
+	}
+	if o.EvictionPressureTransitionPeriod < 0 {
+		errs = append(errs, errors.New("agent: --eviction-pressure-transition-period must not be negative"))
+	}
 	if len(o.Bridge) > 15 {
 		errs = append(errs, fmt.Errorf("agent: --bridge %q is longer than 15 characters", o.Bridge))
 	}
@@ -146,9 +180,15 @@ type Agent struct {
 	port        int
 	statusNow   chan struct{}
 
-	mu      sync.Mutex
-	podCIDR string
-	network cni.Network
+	stats     *stats.Provider
+	evictions *eviction.Manager
+	metrics   *prometheus.Registry
+
+	mu              sync.Mutex
+	podCIDR         string
+	network         cni.Network
+	shuttingDown    bool
+	lastStatusWrite time.Time
 }
 
 // New checks o and makes an agent; Run runs it.
@@ -169,11 +209,22 @@ func New(o Options) (*Agent, error) {
 	return a, nil
 }
 
-// Run runs the agent until ctx ends.
-func (a *Agent) Run(ctx context.Context) error {
+// Run runs the agent until ctx ends; with a ShutdownGracePeriod it then stops the node's
+// pods (shutdown.go) before it returns.
+func (a *Agent) Run(outer context.Context) error {
 	o := a.opts
-	ctx, cancel := context.WithCancel(ctx)
+	// The agent's own context outlives outer by the graceful shutdown, once pods run.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(outer))
 	defer cancel()
+	running := make(chan struct{})
+	stopEarly := context.AfterFunc(outer, func() {
+		select {
+		case <-running:
+		default:
+			cancel()
+		}
+	})
+	defer stopEarly()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for _, d := range []string{o.DataDir, filepath.Join(o.DataDir, "images"), filepath.Join(o.DataDir, "pki")} {
@@ -242,24 +293,48 @@ func (a *Agent) Run(ctx context.Context) error {
 		HostIP:      func() string { return a.nodeIP },
 		Log:         a.log,
 	})
+	a.stats = stats.NewProvider(stats.Options{NodeName: o.NodeName, Runtime: cri.Runtime, Images: cri.Images, Pods: mgr.Pods,
+		RootDir: filepath.Join(o.DataDir, "kubelet"), LogDir: filepath.Join(o.DataDir, "pod-logs"), NodeFsDir: o.DataDir})
+	a.metrics = prometheus.NewRegistry()
+	a.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var thresholds []eviction.Threshold
+	if o.EvictionHard != "none" {
+		thresholds, _ = eviction.ParseThresholds(o.EvictionHard) // checked by Validate
+	}
+	a.evictions = eviction.NewManager(eviction.Options{Hard: thresholds, Summary: a.stats.Summary, Pods: mgr.Pods, Kill: mgr.Kill,
+		PressureTransitionPeriod: o.EvictionPressureTransitionPeriod, Registerer: a.metrics, Log: a.log,
+		Changed: func() {
+			select {
+			case a.statusNow <- struct{}{}:
+			default:
+			}
+		}})
 	srv, err := server.Listen(server.Options{Addr: net.JoinHostPort(o.Address, fmt.Sprint(o.Port)), NodeName: o.NodeName, ClientCA: caPool,
 		CertDir: filepath.Join(o.DataDir, "pki"), Hosts: hosts, Client: a.client, Pods: mgr, Runtime: cri.Runtime,
 		Volumes: LocalVolumes{Dir: filepath.Join(o.DataDir, "volumes")}, Debug: map[string]http.Handler{"/debug/services": a.ServicesHandler(), "/healthz/services": a.ServicesHealthHandler()},
+		Stats: a.stats, Metrics: a.metrics,
 		Log: a.log})
 	if err != nil {
 		return err
 	}
 	a.port = srv.Port()
 	a.log.Info("agent API listening", "port", a.port)
-	errc := make(chan error, 5)
+	errc := make(chan error, 8)
 	a.startNetworking(ctx, &wg, errc)
 	a.startGateway(ctx, &wg)
-	wg.Add(4)
+	wg.Add(5)
 	go func() { defer wg.Done(); errc <- srv.Serve(ctx) }()
 	go func() { defer wg.Done(); a.reportStatus(ctx) }()
 	go func() { defer wg.Done(); a.runLease(ctx) }()
 	go func() { defer wg.Done(); errc <- mgr.Start(ctx) }()
+	go func() { defer wg.Done(); errc <- a.evictions.Start(ctx) }()
+	close(running)
 	select {
+	case <-outer.Done():
+		if o.ShutdownGracePeriod > 0 && ctx.Err() == nil {
+			a.shutdown(ctx, mgr)
+		}
+		return nil
 	case <-ctx.Done():
 		return nil
 	case err := <-errc:

@@ -20,6 +20,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"kubeos.dev/kube/internal/agent/eviction"
 )
 
 // KubeletVersion is the version the agent reports in nodeInfo (the API it implements).
@@ -113,11 +115,20 @@ func allocatable(capacity corev1.ResourceList, reserved ...corev1.ResourceList) 
 	return out
 }
 
-// nodeConditions are the node's conditions from the runtime's status, transition times
-// kept from old while a condition stays. Pure.
-func nodeConditions(old []corev1.NodeCondition, runtimeErr error, st *runtimeapi.RuntimeStatus, now metav1.Time) []corev1.NodeCondition {
+// health is what the node's conditions say besides the runtime: the eviction manager's
+// pressure, and a graceful shutdown under way.
+type health struct {
+	pressure     eviction.Pressure
+	shuttingDown bool
+}
+
+// nodeConditions are the node's conditions from the runtime's status and h, transition
+// times kept from old while a condition stays. Pure.
+func nodeConditions(old []corev1.NodeCondition, runtimeErr error, st *runtimeapi.RuntimeStatus, h health, now metav1.Time) []corev1.NodeCondition {
 	ready, reason, msg := true, "KubeletReady", "kubelet is posting ready status"
-	if runtimeErr != nil {
+	if h.shuttingDown {
+		ready, reason, msg = false, "KubeletNotReady", shutdownNotReady
+	} else if runtimeErr != nil {
 		ready, reason, msg = false, "KubeletNotReady", "container runtime is down: "+runtimeErr.Error()
 	} else {
 		for _, c := range st.GetConditions() {
@@ -139,9 +150,17 @@ func nodeConditions(old []corev1.NodeCondition, runtimeErr error, st *runtimeapi
 		}
 		return c
 	}
+	memory := mk(corev1.NodeMemoryPressure, false, "KubeletHasSufficientMemory", "kubelet has sufficient memory available")
+	if h.pressure.Memory {
+		memory = mk(corev1.NodeMemoryPressure, true, "KubeletHasInsufficientMemory", "kubelet has insufficient memory available")
+	}
+	disk := mk(corev1.NodeDiskPressure, false, "KubeletHasNoDiskPressure", "kubelet has no disk pressure")
+	if h.pressure.Disk {
+		disk = mk(corev1.NodeDiskPressure, true, "KubeletHasDiskPressure", "kubelet has disk pressure")
+	}
 	return []corev1.NodeCondition{
-		mk(corev1.NodeMemoryPressure, false, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-		mk(corev1.NodeDiskPressure, false, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+		memory,
+		disk,
 		mk(corev1.NodePIDPressure, false, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
 		mk(corev1.NodeReady, ready, reason, msg),
 	}
@@ -193,7 +212,7 @@ func (a *Agent) nodeStatus(ctx context.Context, old corev1.NodeStatus) corev1.No
 	out := corev1.NodeStatus{
 		Capacity:        a.machine.capacity,
 		Allocatable:     a.allocatable,
-		Conditions:      append(nodeConditions(old.Conditions, err, rs, metav1.Now()), a.serviceConditions(old.Conditions, metav1.Now())...),
+		Conditions:      append(nodeConditions(old.Conditions, err, rs, a.health(), metav1.Now()), a.serviceConditions(old.Conditions, metav1.Now())...),
 		Addresses:       a.addresses(),
 		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(a.port)}},
 		NodeInfo:        info,
@@ -222,29 +241,49 @@ func statusChanged(a, b corev1.NodeStatus) bool {
 	return !equality.Semantic.DeepEqual(strip(a), strip(b))
 }
 
-// reportStatus writes the node's status every 10 s when it changed, and at least every
-// minute (upstream's nodeStatusReportFrequency is 5 min; the heartbeat is the Lease).
+// health is the node's pressure and shutdown state now.
+func (a *Agent) health() health {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h := health{shuttingDown: a.shuttingDown}
+	if a.evictions != nil {
+		h.pressure = a.evictions.Pressure()
+	}
+	return h
+}
+
+// writeStatus writes the node's status when it changed, and at least every minute
+// (upstream's nodeStatusReportFrequency is 5 min; the heartbeat is the Lease).
+func (a *Agent) writeStatus(ctx context.Context) {
+	node, err := a.client.CoreV1().Nodes().Get(ctx, a.opts.NodeName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = a.register(ctx)
+	} else if err == nil {
+		a.setPodCIDR(node.Spec.PodCIDR)
+		st := a.nodeStatus(ctx, node.Status)
+		a.mu.Lock()
+		due := time.Since(a.lastStatusWrite) > time.Minute
+		a.mu.Unlock()
+		if statusChanged(node.Status, st) || due {
+			node.Status = st
+			if _, err = a.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err == nil {
+				a.mu.Lock()
+				a.lastStatusWrite = time.Now()
+				a.mu.Unlock()
+			}
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		a.log.Warn("node status", "err", err)
+	}
+}
+
+// reportStatus writes the node's status every 10 s, and at once when asked (statusNow).
 func (a *Agent) reportStatus(ctx context.Context) {
-	var lastWrite time.Time
 	tick := time.NewTicker(10 * time.Second)
 	defer tick.Stop()
 	for {
-		node, err := a.client.CoreV1().Nodes().Get(ctx, a.opts.NodeName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			_, err = a.register(ctx)
-		} else if err == nil {
-			a.setPodCIDR(node.Spec.PodCIDR)
-			st := a.nodeStatus(ctx, node.Status)
-			if statusChanged(node.Status, st) || time.Since(lastWrite) > time.Minute {
-				node.Status = st
-				if _, err = a.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err == nil {
-					lastWrite = time.Now()
-				}
-			}
-		}
-		if err != nil && ctx.Err() == nil {
-			a.log.Warn("node status", "err", err)
-		}
+		a.writeStatus(ctx)
 		select {
 		case <-ctx.Done():
 			return

@@ -38,6 +38,11 @@ type worker struct {
 
 	last   *corev1.PodStatus
 	lastRV int64
+
+	// syncMu is held by each sync and by Manager.Kill; killed: Kill stopped the pod
+	// (kill.go), nothing starts again.
+	syncMu sync.Mutex
+	killed bool
 }
 
 func newWorker(m *Manager, pod *corev1.Pod) *worker {
@@ -82,8 +87,13 @@ func (w *worker) syncSafely(ctx context.Context, pod *corev1.Pod) (err error) {
 			err = fmt.Errorf("panic in pod sync: %v\n%s", r, debug.Stack())
 		}
 	}()
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
 	if pod.DeletionTimestamp != nil {
 		return w.terminate(ctx, pod)
+	}
+	if w.killed {
+		return nil
 	}
 	return w.sync(ctx, pod)
 }

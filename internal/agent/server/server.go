@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,7 +59,11 @@ type Options struct {
 	// Debug are read-only handlers by path (GET), authorised as nodes/proxy like the
 	// kubelet's /debug: the Service proxy's /debug/services.
 	Debug map[string]http.Handler
-	Log   *slog.Logger
+	// Stats measures the node for /stats/summary, /metrics/resource and /metrics/cadvisor
+	// (stats.go); Metrics are the agent's own metrics for /metrics. nil: not served.
+	Stats   Stats
+	Metrics prometheus.Gatherer
+	Log     *slog.Logger
 }
 
 // Server is the running API.
@@ -112,6 +117,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	mux.HandleFunc("/portForward/{ns}/{pod}", s.portForward)
 	mux.HandleFunc("/portForward/{ns}/{pod}/{uid}", s.portForward)
 	s.volumeRoutes(mux)
+	s.statsRoutes(mux)
 	for path, h := range s.opts.Debug {
 		mux.Handle("GET "+path, h)
 	}
