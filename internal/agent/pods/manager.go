@@ -84,7 +84,7 @@ func New(o Options) *Manager {
 func (m *Manager) event(pod *corev1.Pod, reason, msg string) {
 	typ := corev1.EventTypeNormal
 	switch reason {
-	case "Unhealthy", "BackOff", "Failed", "FailedMount", "FailedCreatePodSandBox", "FailedKillPod":
+	case "Unhealthy", "BackOff", "Failed", "FailedMount", "FailedCreatePodSandBox", "FailedKillPod", "FailedPostStartHook", "FailedPreStopHook":
 		typ = corev1.EventTypeWarning
 	}
 	if m.recorder != nil {

@@ -8,9 +8,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubernetes/pkg/probe"
+	grpcprobe "k8s.io/kubernetes/pkg/probe/grpc"
 	httpprobe "k8s.io/kubernetes/pkg/probe/http"
 	tcpprobe "k8s.io/kubernetes/pkg/probe/tcp"
+	"k8s.io/utils/ptr"
 )
 
 type probeKind int
@@ -26,7 +29,9 @@ func (k probeKind) String() string { return [...]string{"Startup", "Readiness", 
 // probeState is what the probes of one running container found.
 type probeState struct {
 	started, ready, liveFailed bool
-	cancel                     context.CancelFunc
+	// pod is the UID of the container's pod (forgetPod).
+	pod    types.UID
+	cancel context.CancelFunc
 }
 
 // probes runs the probe workers of every running container and keeps their results.
@@ -35,12 +40,13 @@ type probes struct {
 	byID   map[string]*probeState
 	http   httpprobe.Prober
 	tcp    tcpprobe.Prober
+	grpc   grpcprobe.Prober
 	execFn func(ctx context.Context, id string, cmd []string, timeout time.Duration) (stdout, stderr []byte, err error)
 	event  func(pod *corev1.Pod, reason, msg string)
 }
 
 func newProbes(execFn func(ctx context.Context, id string, cmd []string, timeout time.Duration) ([]byte, []byte, error), event func(*corev1.Pod, string, string)) *probes {
-	return &probes{byID: map[string]*probeState{}, http: httpprobe.New(false), tcp: tcpprobe.New(), execFn: execFn, event: event}
+	return &probes{byID: map[string]*probeState{}, http: httpprobe.New(false), tcp: tcpprobe.New(), grpc: grpcprobe.New(), execFn: execFn, event: event}
 }
 
 // state returns (started, ready, liveFailed) of container id, starting its workers on the
@@ -52,7 +58,7 @@ func (p *probes) state(ctx context.Context, pod *corev1.Pod, c *corev1.Container
 	s, ok := p.byID[id]
 	if !ok {
 		wctx, cancel := context.WithCancel(ctx)
-		s = &probeState{started: c.StartupProbe == nil, ready: c.ReadinessProbe == nil, cancel: cancel}
+		s = &probeState{started: c.StartupProbe == nil, ready: c.ReadinessProbe == nil, pod: pod.UID, cancel: cancel}
 		p.byID[id] = s
 		for kind, pr := range map[probeKind]*corev1.Probe{startupProbe: c.StartupProbe, readinessProbe: c.ReadinessProbe, livenessProbe: c.LivenessProbe} {
 			if pr != nil {
@@ -65,12 +71,14 @@ func (p *probes) state(ctx context.Context, pod *corev1.Pod, c *corev1.Container
 	return s.started, ready, s.liveFailed
 }
 
-// forget stops the workers of containers not in keep.
-func (p *probes) forget(keep func(id string) bool) {
+// forgetPod stops the workers of the containers of one pod and drops their results. Only
+// that pod's: the results of the other pods' containers must survive it, or each would be
+// unready (no endpoint) until its next successful probe whenever any pod of the node stops.
+func (p *probes) forgetPod(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for id, s := range p.byID {
-		if !keep(id) {
+		if s.pod == uid {
 			s.cancel()
 			delete(p.byID, id)
 		}
@@ -177,7 +185,10 @@ func (p *probes) run(ctx context.Context, c *corev1.Container, id, podIP string,
 		res, out, err := p.tcp.Probe(host, port, timeout)
 		return result(res, out, err)
 	case pr.GRPC != nil:
-		return false, "grpc probes are not supported by kube agent"
+		// The gRPC health protocol at the pod's address: only SERVING succeeds; the
+		// service name is the probe's (empty: the server as a whole).
+		res, out, err := p.grpc.Probe(podIP, ptr.Deref(pr.GRPC.Service, ""), int(pr.GRPC.Port), timeout, grpcprobe.ProbeOptions{})
+		return result(res, out, err)
 	}
 	return false, "probe has no handler"
 }

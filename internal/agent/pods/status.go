@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
 )
 
@@ -31,6 +32,7 @@ type observation struct {
 	HostIP       string
 	Init         []containerObs
 	Containers   []containerObs
+	Ephemeral    []containerObs
 }
 
 const (
@@ -147,27 +149,53 @@ func generateStatus(pod *corev1.Pod, o observation, now time.Time) corev1.PodSta
 		st.PodIP = o.PodIP
 		st.PodIPs = []corev1.PodIP{{IP: o.PodIP}}
 	}
-	initDone := true
+	// Initialized: every regular init container completed and every sidecar started, or
+	// a regular container ran already (sidecars restarting do not undo it).
+	var notInit, notReady []string
 	for _, c := range o.Init {
 		cs := containerStatus(c, findStatus(old.InitContainerStatuses, c.Spec.Name), reasonPodInitializing)
-		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
-			initDone = false
+		if isSidecar(c.Spec) {
+			if cs.Started == nil || !*cs.Started {
+				notInit = append(notInit, cs.Name)
+			}
+			if !cs.Ready {
+				notReady = append(notReady, cs.Name)
+			}
+		} else {
+			t := cs.State.Terminated
+			cs.Ready = t != nil && t.ExitCode == 0
+			if !cs.Ready {
+				notInit = append(notInit, cs.Name)
+			}
 		}
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 	}
+	started := false
+	for _, c := range o.Containers {
+		if c.Latest != nil {
+			started = true
+		}
+	}
+	initDone := len(notInit) == 0 || started
 	waitingReason := reasonContainerCreating
 	if !initDone {
 		waitingReason = reasonPodInitializing
 	}
-	allReady := len(o.Containers) > 0
 	for _, c := range o.Containers {
 		cs := containerStatus(c, findStatus(old.ContainerStatuses, c.Spec.Name), waitingReason)
 		if !cs.Ready {
-			allReady = false
+			notReady = append(notReady, cs.Name)
 		}
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
-	st.Phase = phase(pod, st, initDone)
+	// Ephemeral containers: never ready, no probes, no part in the phase.
+	for _, c := range o.Ephemeral {
+		cs := containerStatus(c, findStatus(old.EphemeralContainerStatuses, c.Spec.Name), reasonContainerCreating)
+		cs.Ready, cs.Started = false, nil
+		st.EphemeralContainerStatuses = append(st.EphemeralContainerStatuses, cs)
+	}
+	allReady := len(o.Containers) > 0 && len(notReady) == 0
+	st.Phase = phase(pod, st, started)
 
 	cond := func(t corev1.PodConditionType, ok bool, reason, msg string) {
 		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, ObservedGeneration: pod.Generation}
@@ -195,18 +223,6 @@ func generateStatus(pod *corev1.Pod, o observation, now time.Time) corev1.PodSta
 	st.Conditions = append(st.Conditions, scheduled)
 	terminal := st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed
 	cond(corev1.PodReadyToStartContainers, o.SandboxReady && !terminal, "", "")
-	var notReady []string
-	var notInit []string
-	for _, cs := range st.InitContainerStatuses {
-		if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
-			notInit = append(notInit, cs.Name)
-		}
-	}
-	for _, cs := range st.ContainerStatuses {
-		if !cs.Ready {
-			notReady = append(notReady, cs.Name)
-		}
-	}
 	if initDone || st.Phase == corev1.PodSucceeded {
 		cond(corev1.PodInitialized, true, "", "")
 	} else {
@@ -261,51 +277,95 @@ func list(names []string) string {
 	return s + "]"
 }
 
-// phase is the kubelet's getPhase.
-func phase(pod *corev1.Pod, st corev1.PodStatus, initDone bool) corev1.PodPhase {
-	policy := pod.Spec.RestartPolicy
-	for _, cs := range st.InitContainerStatuses {
-		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && policy == corev1.RestartPolicyNever {
-			return corev1.PodFailed
+// phase is the kubelet's getPhase for a pod not being terminated: started says a regular
+// container ran (the pod initialized before, so sidecars restarting do not make it
+// Pending); restarts follow each container's restartPolicy (and rules) or the pod's.
+// Pure.
+func phase(pod *corev1.Pod, st corev1.PodStatus, started bool) corev1.PodPhase {
+	spec := &pod.Spec
+	var pendingInit, pendingSidecars, failedInit int
+	var unknown, running, waiting, stopped, stoppedForGood, succeeded int
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		cs := findStatus(st.InitContainerStatuses, c.Name)
+		if isSidecar(c) {
+			switch {
+			case cs == nil:
+				unknown++
+			case cs.State.Running != nil:
+				if cs.Started == nil || !*cs.Started {
+					pendingSidecars++
+				}
+				running++
+			case cs.State.Terminated != nil, cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+				// A sidecar that exited counts for nothing.
+			case cs.State.Waiting != nil:
+				pendingSidecars++
+				waiting++
+			default:
+				pendingSidecars++
+				unknown++
+			}
+			continue
+		}
+		var exit *corev1.ContainerStateTerminated
+		switch {
+		case cs == nil, cs.State.Running != nil:
+			pendingInit++
+		case cs.State.Terminated != nil:
+			exit = cs.State.Terminated
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+			exit = cs.LastTerminationState.Terminated
+		default:
+			pendingInit++
+		}
+		if exit != nil && exit.ExitCode != 0 && !podutil.ContainerShouldRestart(*c, *spec, exit.ExitCode) {
+			failedInit++
 		}
 	}
-	if !initDone {
-		return corev1.PodPending
-	}
-	var waiting, running, stopped, succeeded int
-	for _, cs := range st.ContainerStatuses {
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		cs := findStatus(st.ContainerStatuses, c.Name)
+		var exit *corev1.ContainerStateTerminated
 		switch {
+		case cs == nil:
+			unknown++
 		case cs.State.Running != nil:
 			running++
 		case cs.State.Terminated != nil:
-			stopped++
-			if cs.State.Terminated.ExitCode == 0 {
-				succeeded++
-			}
+			exit = cs.State.Terminated
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+			exit = cs.LastTerminationState.Terminated
 		case cs.State.Waiting != nil:
-			if cs.LastTerminationState.Terminated != nil {
-				stopped++
-			} else {
-				waiting++
+			waiting++
+		default:
+			unknown++
+		}
+		if exit != nil {
+			stopped++
+			if !podutil.ContainerShouldRestart(*c, *spec, exit.ExitCode) {
+				stoppedForGood++
+			}
+			if cs.State.Terminated != nil && exit.ExitCode == 0 {
+				succeeded++
 			}
 		}
 	}
 	switch {
-	case waiting > 0:
+	case failedInit > 0:
+		return corev1.PodFailed
+	case pendingInit > 0 || pendingSidecars > 0 && !started || waiting > 0:
 		return corev1.PodPending
-	case running > 0:
+	case running > 0 && unknown == 0:
 		return corev1.PodRunning
-	case stopped > 0 && stopped == len(st.ContainerStatuses):
-		if policy == corev1.RestartPolicyAlways {
-			return corev1.PodRunning
+	case running == 0 && stopped > 0 && unknown == 0:
+		if stopped != stoppedForGood {
+			return corev1.PodRunning // restarting
 		}
-		if succeeded == stopped {
+		if stopped == succeeded {
 			return corev1.PodSucceeded
 		}
-		if policy == corev1.RestartPolicyNever {
-			return corev1.PodFailed
-		}
-		return corev1.PodRunning
+		return corev1.PodFailed
 	}
 	return corev1.PodPending
 }

@@ -166,3 +166,109 @@ func TestExpandArgs(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+func startedRunning(attempt uint32, started bool) containerObs {
+	return containerObs{Latest: running(attempt), Started: started, Ready: started}
+}
+
+// TestSidecarStatus: sidecars (restartable init containers) in the kubelet's status: they
+// must have started for Initialized, count for ContainersReady, keep a started pod Running
+// while they restart, and count for nothing in the phase once they exited.
+func TestSidecarStatus(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	crash := &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
+	for _, tc := range []struct {
+		name        string
+		policy      corev1.RestartPolicy
+		sidecar     containerObs
+		main        containerObs
+		phase       corev1.PodPhase
+		initialized corev1.ConditionStatus
+		ready       corev1.ConditionStatus
+		mainWaiting string
+	}{
+		{"sidecar not started yet", corev1.RestartPolicyAlways, startedRunning(0, false), containerObs{}, corev1.PodPending, corev1.ConditionFalse, corev1.ConditionFalse, "PodInitializing"},
+		{"sidecar started", corev1.RestartPolicyAlways, startedRunning(0, true), containerObs{}, corev1.PodPending, corev1.ConditionTrue, corev1.ConditionFalse, "ContainerCreating"},
+		{"both running", corev1.RestartPolicyAlways, startedRunning(0, true), startedRunning(0, true), corev1.PodRunning, corev1.ConditionTrue, corev1.ConditionTrue, ""},
+		{"sidecar unready", corev1.RestartPolicyAlways, containerObs{Latest: running(0), Started: true}, startedRunning(0, true), corev1.PodRunning, corev1.ConditionTrue, corev1.ConditionFalse, ""},
+		{"sidecar restarting after init", corev1.RestartPolicyAlways, containerObs{Latest: exited(1, 1), Waiting: crash}, startedRunning(0, true), corev1.PodRunning, corev1.ConditionTrue, corev1.ConditionFalse, ""},
+		{"job done, sidecar running", corev1.RestartPolicyNever, startedRunning(0, true), containerObs{Latest: exited(0, 0)}, corev1.PodRunning, corev1.ConditionTrue, corev1.ConditionFalse, ""},
+		{"job done, sidecar stopped", corev1.RestartPolicyNever, containerObs{Latest: exited(143, 0)}, containerObs{Latest: exited(0, 0)}, corev1.PodSucceeded, corev1.ConditionTrue, corev1.ConditionFalse, ""},
+		{"job failed, sidecar stopped", corev1.RestartPolicyOnFailure, containerObs{Latest: exited(143, 0)}, containerObs{Latest: exited(1, 0)}, corev1.PodRunning, corev1.ConditionTrue, corev1.ConditionFalse, ""},
+		{"never: job failed, sidecar stopped", corev1.RestartPolicyNever, containerObs{Latest: exited(143, 0)}, containerObs{Latest: exited(1, 0)}, corev1.PodFailed, corev1.ConditionTrue, corev1.ConditionFalse, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pod(tc.policy)
+			p.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "img"}, {Name: "proxy", Image: "img", RestartPolicy: &always}}
+			setup := containerObs{Spec: &p.Spec.InitContainers[0], Latest: exited(0, 0)}
+			tc.sidecar.Spec, tc.main.Spec = &p.Spec.InitContainers[1], &p.Spec.Containers[0]
+			st := generateStatus(p, observation{SandboxReady: true, Init: []containerObs{setup, tc.sidecar}, Containers: []containerObs{tc.main}}, time.Unix(1, 0))
+			if st.Phase != tc.phase {
+				t.Errorf("phase %s, want %s", st.Phase, tc.phase)
+			}
+			if c := condition(st, corev1.PodInitialized); c.Status != tc.initialized {
+				t.Errorf("Initialized %+v, want %s", c, tc.initialized)
+			}
+			if c := condition(st, corev1.ContainersReady); c.Status != tc.ready {
+				t.Errorf("ContainersReady %+v, want %s", c, tc.ready)
+			}
+			got := ""
+			if w := st.ContainerStatuses[0].State.Waiting; w != nil {
+				got = w.Reason
+			}
+			if got != tc.mainWaiting {
+				t.Errorf("main container waiting %q, want %q", got, tc.mainWaiting)
+			}
+			if !st.InitContainerStatuses[0].Ready {
+				t.Errorf("a completed init container is ready in the kubelet's status: %+v", st.InitContainerStatuses[0])
+			}
+		})
+	}
+}
+
+// TestEphemeralStatus: an ephemeral container has its status entry, never ready, and
+// takes no part in the pod's phase or readiness.
+func TestEphemeralStatus(t *testing.T) {
+	p := pod(corev1.RestartPolicyAlways)
+	debug := &corev1.Container{Name: "debugger", Image: "img"}
+	for _, e := range []containerObs{{Spec: debug}, {Spec: debug, Latest: running(0), Started: true, Ready: true}, {Spec: debug, Latest: exited(2, 0)}} {
+		st := generateStatus(p, observation{SandboxReady: true, Containers: []containerObs{{Spec: &p.Spec.Containers[0], Latest: running(0), Started: true, Ready: true}}, Ephemeral: []containerObs{e}}, time.Unix(1, 0))
+		if st.Phase != corev1.PodRunning || condition(st, corev1.PodReady).Status != corev1.ConditionTrue {
+			t.Errorf("ephemeral %+v: phase %s, Ready %s", e.Latest, st.Phase, condition(st, corev1.PodReady).Status)
+		}
+		if len(st.EphemeralContainerStatuses) != 1 || st.EphemeralContainerStatuses[0].Ready || st.EphemeralContainerStatuses[0].Started != nil {
+			t.Errorf("ephemeral statuses %+v", st.EphemeralContainerStatuses)
+		}
+	}
+}
+
+func TestShouldRestart(t *testing.T) {
+	always, onFailure, never := corev1.ContainerRestartPolicyAlways, corev1.ContainerRestartPolicyOnFailure, corev1.ContainerRestartPolicyNever
+	for _, tc := range []struct {
+		name   string
+		pod    corev1.RestartPolicy
+		own    *corev1.ContainerRestartPolicy
+		kind   containerKind
+		code   int32
+		expect bool
+	}{
+		{"always, exit 0", corev1.RestartPolicyAlways, nil, regularContainer, 0, true},
+		{"on failure, exit 0", corev1.RestartPolicyOnFailure, nil, regularContainer, 0, false},
+		{"on failure, exit 1", corev1.RestartPolicyOnFailure, nil, regularContainer, 1, true},
+		{"never, exit 1", corev1.RestartPolicyNever, nil, regularContainer, 1, false},
+		{"never pod, container always", corev1.RestartPolicyNever, &always, regularContainer, 0, true},
+		{"always pod, container never", corev1.RestartPolicyAlways, &never, regularContainer, 1, false},
+		{"never pod, container on failure", corev1.RestartPolicyNever, &onFailure, regularContainer, 2, true},
+		{"init, always pod, exit 0", corev1.RestartPolicyAlways, nil, initContainer, 0, false},
+		{"init, always pod, exit 1", corev1.RestartPolicyAlways, nil, initContainer, 1, true},
+		{"init, never pod, exit 1", corev1.RestartPolicyNever, nil, initContainer, 1, false},
+		{"sidecar, never pod, exit 0", corev1.RestartPolicyNever, &always, sidecarContainer, 0, true},
+		{"ephemeral, always pod", corev1.RestartPolicyAlways, nil, ephemeralContainer, 1, false},
+	} {
+		p := pod(tc.pod)
+		c := &corev1.Container{Name: "c", RestartPolicy: tc.own}
+		if got := shouldRestart(p, c, tc.kind, tc.code); got != tc.expect {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.expect)
+		}
+	}
+}

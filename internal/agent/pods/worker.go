@@ -9,7 +9,6 @@ import (
 	"runtime/debug"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/utils/ptr"
 )
 
@@ -104,7 +104,7 @@ func (w *worker) gone(ctx context.Context) {
 	for _, sb := range sbs {
 		w.m.teardownSandbox(ctx, sb.Id, 2)
 	}
-	w.m.probes.forget(func(string) bool { return true })
+	w.m.probes.forgetPod(w.uid)
 	_ = os.RemoveAll(filepath.Join(w.m.opts.RootDir, "pods", string(w.uid)))
 }
 
@@ -227,35 +227,114 @@ func (w *worker) sync(ctx context.Context, pod *corev1.Pod) error {
 	if err != nil {
 		return err
 	}
-	// Init containers, one after another.
+	// started: a regular container ran, so the pod is past its initialization (a sidecar
+	// restarting does not hold the containers back). mainDone: every regular container
+	// exited for good, so the pod has run to its end and its sidecars stop.
+	started, mainDone := false, len(pod.Spec.Containers) > 0
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		rt := byName[c.Name]
+		if len(rt) == 0 {
+			mainDone = false
+			continue
+		}
+		started = true
+		if rt[0].State != runtimeapi.ContainerState_CONTAINER_EXITED || shouldRestart(pod, c, regularContainer, rt[0].ExitCode) {
+			mainDone = false
+		}
+	}
+	// Init containers in order: a regular one must complete, a sidecar (restartPolicy
+	// Always) must have started (its startup probe passed) before the next one starts;
+	// sidecars keep running, restarted when they exit, until the pod ends.
 	initDone := true
+	var sidecars []stopping
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		o := w.observe(ctx, pod, c, byName[c.Name], obs.PodIP)
 		obs.Init = append(obs.Init, o)
-		if !initDone {
+		oi := &obs.Init[len(obs.Init)-1]
+		l := o.Latest
+		if isSidecar(c) {
+			switch {
+			case mainDone:
+				delete(w.waiting, c.Name)
+				oi.Waiting = nil
+				if l != nil && l.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+					sidecars = append(sidecars, stopping{spec: c, id: l.Id, sidecar: true})
+				}
+			case initDone || started:
+				w.ensure(ctx, pod, c, l, sandbox.Id, sbCfg, obs.PodIP, sidecarContainer, oi)
+			}
+			if !started && (l == nil || l.State != runtimeapi.ContainerState_CONTAINER_RUNNING || !oi.Started) {
+				initDone = false
+			}
 			continue
 		}
-		l := o.Latest
+		if !initDone || started {
+			continue
+		}
 		switch {
 		case l != nil && l.State == runtimeapi.ContainerState_CONTAINER_EXITED && l.ExitCode == 0:
 			continue
 		case l != nil && l.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
-		case l != nil && l.State == runtimeapi.ContainerState_CONTAINER_EXITED && pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
+		case l != nil && l.State == runtimeapi.ContainerState_CONTAINER_EXITED && !shouldRestart(pod, c, initContainer, l.ExitCode):
 		default:
-			w.ensure(ctx, pod, c, l, sandbox.Id, sbCfg, obs.PodIP, true, &obs.Init[len(obs.Init)-1])
+			w.ensure(ctx, pod, c, l, sandbox.Id, sbCfg, obs.PodIP, initContainer, oi)
 		}
 		initDone = false
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		o := w.observe(ctx, pod, c, byName[c.Name], obs.PodIP)
-		if initDone {
-			w.ensure(ctx, pod, c, o.Latest, sandbox.Id, sbCfg, obs.PodIP, false, &o)
+		if initDone || started {
+			w.ensure(ctx, pod, c, o.Latest, sandbox.Id, sbCfg, obs.PodIP, regularContainer, &o)
 		}
 		obs.Containers = append(obs.Containers, o)
 	}
+	// Ephemeral containers start once, whatever the pod's initialization, and never again.
+	for i := range pod.Spec.EphemeralContainers {
+		c := (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		o := w.observe(ctx, pod, c, byName[c.Name], obs.PodIP)
+		if l := o.Latest; l == nil || l.State == runtimeapi.ContainerState_CONTAINER_CREATED {
+			w.ensure(ctx, pod, c, l, sandbox.Id, sbCfg, obs.PodIP, ephemeralContainer, &o)
+		}
+		obs.Ephemeral = append(obs.Ephemeral, o)
+	}
+	if len(sidecars) > 0 {
+		grace := max(ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, 30), minimumGrace)
+		w.stopContainers(ctx, pod, sidecars, obs.PodIP, grace)
+		w.poke()
+	}
 	return w.writeStatus(ctx, pod, obs)
+}
+
+// containerKind is where a container is in the pod's spec; it decides its restarts.
+type containerKind int
+
+const (
+	regularContainer containerKind = iota
+	initContainer
+	sidecarContainer
+	ephemeralContainer
+)
+
+// isSidecar reports whether init container c is a sidecar (restartPolicy Always).
+func isSidecar(c *corev1.Container) bool { return podutil.IsRestartableInitContainer(c) }
+
+// shouldRestart is whether a container of kind that exited with code runs again: a
+// sidecar always, an ephemeral container never, an init container after a failure when its
+// policy says so, a regular container per its own restartPolicy (and rules) or the pod's.
+// Pure.
+func shouldRestart(pod *corev1.Pod, c *corev1.Container, kind containerKind, code int32) bool {
+	switch kind {
+	case sidecarContainer:
+		return true
+	case ephemeralContainer:
+		return false
+	case initContainer:
+		return code != 0 && podutil.ContainerShouldRestart(*c, pod.Spec, code)
+	}
+	return podutil.ContainerShouldRestart(*c, pod.Spec, code)
 }
 
 // pendingObservation is the status before a sandbox exists.
@@ -271,6 +350,10 @@ func (w *worker) observeContainers(pod *corev1.Pod, obs *observation) {
 	}
 	for i := range pod.Spec.Containers {
 		obs.Containers = append(obs.Containers, containerObs{Spec: &pod.Spec.Containers[i], Waiting: w.waiting[pod.Spec.Containers[i].Name]})
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		c := (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		obs.Ephemeral = append(obs.Ephemeral, containerObs{Spec: c, Waiting: w.waiting[c.Name]})
 	}
 }
 
@@ -290,9 +373,10 @@ func (w *worker) observe(ctx context.Context, pod *corev1.Pod, c *corev1.Contain
 	return o
 }
 
-// ensure moves container c toward running: start it, restart it after an exit (with
-// back-off), kill it when its liveness probe failed. It records a waiting reason in o.
-func (w *worker) ensure(ctx context.Context, pod *corev1.Pod, c *corev1.Container, l *runtimeapi.ContainerStatus, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, podIP string, init bool, o *containerObs) {
+// ensure moves container c (of kind) toward running: start it, restart it after an exit
+// (with back-off) when its kind and policy say so, kill it when its liveness or startup
+// probe failed. It records a waiting reason in o.
+func (w *worker) ensure(ctx context.Context, pod *corev1.Pod, c *corev1.Container, l *runtimeapi.ContainerStatus, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, podIP string, kind containerKind, o *containerObs) {
 	m := w.m
 	now := time.Now()
 	attempt := uint32(0)
@@ -300,9 +384,12 @@ func (w *worker) ensure(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 		attempt = l.Metadata.Attempt + 1
 		switch l.State {
 		case runtimeapi.ContainerState_CONTAINER_RUNNING:
-			if _, _, liveFailed := m.probes.state(ctx, pod, c, l.Id, podIP, time.Unix(0, l.StartedAt), w.poke); liveFailed {
-				m.event(pod, "Killing", fmt.Sprintf("Container %s failed liveness probe, will be restarted", c.Name))
-				_ = m.opts.Runtime.StopContainer(ctx, l.Id, ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, 30))
+			if started, _, liveFailed := m.probes.state(ctx, pod, c, l.Id, podIP, time.Unix(0, l.StartedAt), w.poke); liveFailed {
+				probe, which := c.LivenessProbe, "liveness"
+				if !started {
+					probe, which = c.StartupProbe, "startup"
+				}
+				w.stopContainers(ctx, pod, []stopping{{spec: c, id: l.Id, message: fmt.Sprintf("Container %s failed %s probe, will be restarted", c.Name, which)}}, podIP, killGrace(pod, probe))
 				w.poke()
 			}
 			return
@@ -313,11 +400,10 @@ func (w *worker) ensure(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 			}
 			return
 		case runtimeapi.ContainerState_CONTAINER_EXITED:
-			restart := pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && l.ExitCode != 0
-			if init {
-				restart = pod.Spec.RestartPolicy != corev1.RestartPolicyNever
-			}
-			if !restart {
+			if !shouldRestart(pod, c, kind, l.ExitCode) {
+				// Done for good: it shows as terminated, not waiting.
+				delete(w.waiting, c.Name)
+				o.Waiting = nil
 				return
 			}
 			finished := time.Unix(0, l.FinishedAt)
@@ -341,7 +427,7 @@ func (w *worker) ensure(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 			attempt = l.Metadata.Attempt
 		}
 	}
-	if wt := w.start(ctx, pod, c, attempt, sandboxID, sbCfg, podIP, init); wt != nil {
+	if wt := w.start(ctx, pod, c, attempt, sandboxID, sbCfg, podIP, kind); wt != nil {
 		o.Waiting = wt
 		w.waiting[c.Name] = wt
 		return
@@ -351,9 +437,18 @@ func (w *worker) ensure(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 	w.poke()
 }
 
-// start pulls c's image when needed, creates and starts the container; a non-nil result
-// is why it is still waiting.
-func (w *worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container, attempt uint32, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, podIP string, init bool) *corev1.ContainerStateWaiting {
+// killGrace is the grace period of a container killed for its failed probe: the probe's
+// own terminationGracePeriodSeconds when set, else the pod's.
+func killGrace(pod *corev1.Pod, probe *corev1.Probe) int64 {
+	if probe != nil && probe.TerminationGracePeriodSeconds != nil {
+		return *probe.TerminationGracePeriodSeconds
+	}
+	return ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, 30)
+}
+
+// start pulls c's image when needed, creates and starts the container, and runs its
+// postStart hook (a failing hook kills it); a non-nil result is why it is still waiting.
+func (w *worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container, attempt uint32, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, podIP string, kind containerKind) *corev1.ContainerStateWaiting {
 	m := w.m
 	image, wt := w.ensureImage(ctx, pod, c, sbCfg)
 	if wt != nil {
@@ -364,9 +459,14 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container
 		m.event(pod, "Failed", "Error: "+err.Error())
 		return &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
 	}
-	cfg, err := m.containerConfig(pod, c, attempt, image, env, w.volumes, init)
+	cfg, err := m.containerConfig(pod, c, attempt, image, env, w.volumes, kind == initContainer || kind == sidecarContainer)
 	if err != nil {
 		return &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
+	}
+	if kind == ephemeralContainer {
+		if err := w.targetNamespace(ctx, pod, c.Name, cfg); err != nil {
+			return &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
+		}
 	}
 	id, err := m.opts.Runtime.CreateContainer(ctx, sandboxID, cfg, sbCfg)
 	if err != nil {
@@ -379,6 +479,41 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container
 		return &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: err.Error()}
 	}
 	m.event(pod, "Started", "Started container "+c.Name)
+	if h := c.Lifecycle; h != nil && h.PostStart != nil {
+		if err := m.runHook(ctx, pod, c, id, podIP, h.PostStart); err != nil {
+			m.opts.Log.Info("postStart hook failed", "pod", w.key, "container", c.Name, "err", err)
+			m.event(pod, "FailedPostStartHook", "PostStartHook failed: "+err.Error())
+			w.stopContainers(ctx, pod, []stopping{{spec: c, id: id, message: "FailedPostStartHook"}}, podIP, ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, 30))
+			return &corev1.ContainerStateWaiting{Reason: "PostStartHookError", Message: err.Error()}
+		}
+	}
+	return nil
+}
+
+// targetNamespace makes ephemeral container name share the process namespace of its
+// targetContainerName, which must be running (the pod's own namespace when the pod
+// shares one already).
+func (w *worker) targetNamespace(ctx context.Context, pod *corev1.Pod, name string, cfg *runtimeapi.ContainerConfig) error {
+	var target string
+	for _, ec := range pod.Spec.EphemeralContainers {
+		if ec.Name == name {
+			target = ec.TargetContainerName
+		}
+	}
+	ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	if target == "" || ns == nil || ns.Pid != runtimeapi.NamespaceMode_CONTAINER {
+		return nil
+	}
+	cs, err := w.m.opts.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{labelPodUID: string(pod.UID), labelContainer: target}})
+	if err != nil {
+		return err
+	}
+	if len(cs) == 0 {
+		return fmt.Errorf("target container %q of ephemeral container %q is not running", target, name)
+	}
+	ns.Pid, ns.TargetId = runtimeapi.NamespaceMode_TARGET, cs[0].Id
 	return nil
 }
 
@@ -468,29 +603,27 @@ func (w *worker) terminate(ctx context.Context, pod *corev1.Pod) error {
 	if err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		list := byName[c.Name]
-		if len(list) == 0 || list[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
-			continue
+	var list []stopping
+	add := func(c *corev1.Container, sidecar bool) {
+		if l := byName[c.Name]; len(l) > 0 && l[0].State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			list = append(list, stopping{spec: c, id: l[0].Id, sidecar: sidecar})
 		}
-		id := list[0].Id
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			deadline := time.Now().Add(time.Duration(grace) * time.Second)
-			if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
-				w.preStop(ctx, pod, &c, id, grace)
-			}
-			left := max(int64(time.Until(deadline).Seconds()), 1)
-			m.event(pod, "Killing", "Stopping container "+c.Name)
-			if err := m.opts.Runtime.StopContainer(ctx, id, left); err != nil {
-				m.event(pod, "FailedKillPod", err.Error())
-			}
-		}()
 	}
-	wg.Wait()
-	m.probes.forget(func(string) bool { return false })
+	for i := range pod.Spec.InitContainers {
+		add(&pod.Spec.InitContainers[i], isSidecar(&pod.Spec.InitContainers[i]))
+	}
+	for i := range pod.Spec.Containers {
+		add(&pod.Spec.Containers[i], false)
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		add((*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon), false)
+	}
+	podIP := ""
+	if sbs, _ := w.sandboxes(ctx); len(sbs) > 0 {
+		podIP = m.podIP(ctx, pod, sbs[0].Id)
+	}
+	w.stopContainers(ctx, pod, list, podIP, grace)
+	m.probes.forgetPod(w.uid)
 	// The final status: every container terminated.
 	byName, err = w.containers(ctx)
 	if err != nil {
@@ -504,6 +637,10 @@ func (w *worker) terminate(ctx context.Context, pod *corev1.Pod) error {
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		obs.Containers = append(obs.Containers, terminatedObs(c, byName[c.Name]))
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		c := (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		obs.Ephemeral = append(obs.Ephemeral, terminatedObs(c, byName[c.Name]))
 	}
 	sbs, _ := w.sandboxes(ctx)
 	for _, sb := range sbs {
@@ -564,21 +701,15 @@ func (w *worker) writeFinalStatus(ctx context.Context, pod *corev1.Pod, obs obse
 	return nil
 }
 
-// preStop runs c's preStop hook within grace seconds.
+// preStop runs c's preStop hook within grace seconds, its failure an event.
 func (w *worker) preStop(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, grace int64) {
-	h := c.Lifecycle.PreStop
-	timeout := time.Duration(grace) * time.Second
-	switch {
-	case h.Exec != nil:
-		if _, stderr, err := w.m.opts.Runtime.ExecSync(ctx, id, h.Exec.Command, timeout); err != nil {
-			w.m.event(pod, "FailedPreStopHook", fmt.Sprintf("PreStopHook failed: %v %s", err, strings.TrimSpace(string(stderr))))
-		}
-	case h.Sleep != nil:
-		select {
-		case <-ctx.Done():
-		case <-time.After(min(time.Duration(h.Sleep.Seconds)*time.Second, timeout)):
-		}
-	case h.HTTPGet != nil:
-		w.m.event(pod, "FailedPreStopHook", "httpGet preStop hooks are not supported by kube agent")
+	podIP := ""
+	if sbs, _ := w.sandboxes(ctx); len(sbs) > 0 {
+		podIP = w.m.podIP(ctx, pod, sbs[0].Id)
+	}
+	hctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
+	defer cancel()
+	if err := w.m.runHook(hctx, pod, c, id, podIP, c.Lifecycle.PreStop); err != nil {
+		w.m.event(pod, "FailedPreStopHook", fmt.Sprintf("PreStopHook failed: %v", err))
 	}
 }
