@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,9 +30,12 @@ import (
 // (application_teardown.go deletes them in dependency order). While it is held the driver
 // does not run: the watch of Components refreshes the member labels and the status table
 // itself (applicationDriver.refresh), so status.components says which Component is not
-// ready and why also then.
+// ready and why also then. The refresh is incremental: a Component event whose row of the
+// table is the one last written costs nothing, and the others read the informer cache
+// (Options.Cache), not the API.
 func registerApplication(e *lifecycle.Engine, o Options) error {
-	d := &applicationDriver{o: o, apps: map[string]map[string]appMembership{}}
+	d := &applicationDriver{o: o, apps: map[string]map[string]appMembership{},
+		rows: map[types.NamespacedName]map[string]v1alpha1.ApplicationComponentStatus{}, latest: map[types.NamespacedName]*v1alpha1.Component{}}
 	return RegisterData(e, o, lifecycle.KindOptions[*v1alpha1.Application]{Kind: "Application", New: func() *v1alpha1.Application { return &v1alpha1.Application{} },
 		Driver: d, MaxConcurrentReconciles: 4, Thrash: busyThrashGuard(),
 		Members: func(app *v1alpha1.Application) []lifecycle.Ref {
@@ -69,6 +73,13 @@ type applicationDriver struct {
 	o    Options
 	mu   sync.Mutex
 	apps map[string]map[string]appMembership // namespace → Application → membership
+	// rows are the table last computed per Application, by member name: a Component event
+	// that leaves its row as it is writes nothing.
+	rows map[types.NamespacedName]map[string]v1alpha1.ApplicationComponentStatus
+	// latest is the newest Component the watch delivered, by namespace/name: newer than
+	// or as new as the cache's copy (the two informers are distinct), so a table is never
+	// built from an older version of a member than one an earlier table was.
+	latest map[types.NamespacedName]*v1alpha1.Component
 }
 
 func (d *applicationDriver) remember(app *v1alpha1.Application) {
@@ -90,6 +101,26 @@ func (d *applicationDriver) forget(app *v1alpha1.Application) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.apps[app.Namespace], app.Name)
+	delete(d.rows, types.NamespacedName{Namespace: app.Namespace, Name: app.Name})
+}
+
+// unchanged reports whether row is the one last computed for the Application n.
+func (d *applicationDriver) unchanged(n types.NamespacedName, row v1alpha1.ApplicationComponentStatus) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	prev, ok := d.rows[n][row.Name]
+	return ok && prev == row
+}
+
+// setRows records the table computed for the Application n.
+func (d *applicationDriver) setRows(n types.NamespacedName, rows []v1alpha1.ApplicationComponentStatus) {
+	m := make(map[string]v1alpha1.ApplicationComponentStatus, len(rows))
+	for _, r := range rows {
+		m[r.Name] = r
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.rows[n] = m
 }
 
 // mapComponent maps a Component to the Applications claiming it, and refreshes their
@@ -106,10 +137,16 @@ func (d *applicationDriver) mapComponent(ctx context.Context, obj client.Object)
 			out = append(out, types.NamespacedName{Namespace: c.Namespace, Name: name})
 		}
 	}
+	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+	if len(out) > 0 && (c.DeletionTimestamp == nil || len(c.Finalizers) > 0) {
+		d.latest[key] = c
+	} else {
+		delete(d.latest, key) // no Application's, or its last event
+	}
 	d.mu.Unlock()
 	for _, n := range out {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		if err := d.refresh(ctx, n); err != nil {
+		if err := d.refresh(ctx, n, c); err != nil {
 			d.o.Log.Debug("application refresh", "application", n.String(), "err", err)
 		}
 		cancel()
@@ -118,28 +155,40 @@ func (d *applicationDriver) mapComponent(ctx context.Context, obj client.Object)
 }
 
 // refresh labels the members and writes the table of a held Application (status patch of
-// status.ready and status.components only).
-func (d *applicationDriver) refresh(ctx context.Context, n types.NamespacedName) error {
+// status.ready and status.components only) after an event of its member c: nothing when
+// c's row is the one last computed and c has the Application's labels.
+func (d *applicationDriver) refresh(ctx context.Context, n types.NamespacedName, c *v1alpha1.Component) error {
+	if d.unchanged(n, componentRow(member{name: c.Name, comp: c})) && c.Labels[labelApplicationKey] == n.Name && c.Labels[labelPartOf] == n.Name {
+		return nil
+	}
 	var app v1alpha1.Application
-	if err := d.o.Client.Get(ctx, n, &app); err != nil {
-		return client.IgnoreNotFound(err)
+	if err := d.o.cached().Get(ctx, n, &app); apierrors.IsNotFound(err) {
+		err = d.o.Client.Get(ctx, n, &app) // created since the cache's last event
+		if err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	} else if err != nil {
+		return err
 	}
 	if app.DeletionTimestamp != nil {
 		return nil
 	}
-	members, err := d.members(ctx, &app)
+	members, err := d.members(ctx, d.o.cached(), &app)
 	if err != nil {
 		return err
 	}
-	if err := d.label(ctx, &app, members); err != nil {
+	if err := d.label(ctx, d.o.cached(), &app, members); err != nil {
 		return err
 	}
 	rows, ready := applicationTable(&app, members)
-	if equalRows(rows, app.Status.Components) && ready == app.Status.Ready {
-		return nil
+	if !equalRows(rows, app.Status.Components) || ready != app.Status.Ready {
+		patch := map[string]any{"status": map[string]any{"ready": ready, "components": rows}}
+		if err := mergePatchStatus(ctx, d.o.Client, &app, patch); err != nil {
+			return err
+		}
 	}
-	patch := map[string]any{"status": map[string]any{"ready": ready, "components": rows}}
-	return mergePatchStatus(ctx, d.o.Client, &app, patch)
+	d.setRows(n, rows) // written: an event that leaves its row so writes nothing
+	return nil
 }
 
 func mergePatchStatus(ctx context.Context, c client.Client, obj client.Object, patch map[string]any) error {
@@ -158,38 +207,75 @@ type member struct {
 	comp *v1alpha1.Component
 }
 
-// members resolves spec.components ∪ the selector's matches, sorted by name.
-func (d *applicationDriver) members(ctx context.Context, app *v1alpha1.Application) ([]member, error) {
+// members resolves spec.components ∪ the selector's matches through r, sorted by name:
+// the selector's matches listed, the named ones read one by one. Through the cache, a
+// Component the watch delivered a newer version of is taken from there (latest).
+func (d *applicationDriver) members(ctx context.Context, r client.Reader, app *v1alpha1.Application) ([]member, error) {
 	byName := map[string]*v1alpha1.Component{}
-	var list v1alpha1.ComponentList
-	if err := d.o.Client.List(ctx, &list, client.InNamespace(app.Namespace)); err != nil {
-		return nil, fmt.Errorf("list components: %w", err)
-	}
-	var sel labels.Selector
+	names := slices.Clone(app.Spec.Components)
 	if app.Spec.Selector != nil {
-		s, err := metav1.LabelSelectorAsSelector(app.Spec.Selector)
+		sel, err := metav1.LabelSelectorAsSelector(app.Spec.Selector)
 		if err != nil {
 			return nil, fmt.Errorf("selector: %w", err)
 		}
-		if !s.Empty() {
-			sel = s
-		}
-	}
-	names := slices.Clone(app.Spec.Components)
-	for i := range list.Items {
-		c := &list.Items[i]
-		byName[c.Name] = c
-		if sel != nil && sel.Matches(labels.Set(c.Labels)) {
-			names = append(names, c.Name)
+		if !sel.Empty() {
+			var list v1alpha1.ComponentList
+			if err := r.List(ctx, &list, client.InNamespace(app.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+				return nil, fmt.Errorf("list components: %w", err)
+			}
+			for i := range list.Items {
+				c := &list.Items[i]
+				byName[c.Name] = c
+				names = append(names, c.Name)
+			}
 		}
 	}
 	sort.Strings(names)
 	names = slices.Compact(names)
 	out := make([]member, len(names))
 	for i, n := range names {
-		out[i] = member{name: n, comp: byName[n]}
+		out[i].name = n
+		if c, ok := byName[n]; ok {
+			out[i].comp = c
+			continue
+		}
+		var c v1alpha1.Component
+		switch err := r.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: n}, &c); {
+		case err == nil:
+			out[i].comp = &c
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("read component %s: %w", n, err)
+		}
 	}
+	d.newest(app.Namespace, out)
 	return out, nil
+}
+
+// newest replaces members read from the cache by the newer versions the watch delivered
+// (a direct read is never older). A Component last seen being deleted that the reader no
+// longer has is gone.
+func (d *applicationDriver) newest(ns string, members []member) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range members {
+		key := types.NamespacedName{Namespace: ns, Name: members[i].name}
+		l, ok := d.latest[key]
+		switch {
+		case !ok:
+		case members[i].comp == nil && l.DeletionTimestamp != nil:
+			delete(d.latest, key)
+		case members[i].comp == nil || newerVersion(l.ResourceVersion, members[i].comp.ResourceVersion):
+			members[i].comp = l
+		}
+	}
+}
+
+// newerVersion reports whether resourceVersion a is newer than b (etcd revisions; a
+// version that is not a number is never newer).
+func newerVersion(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x > y
 }
 
 // applicationTable is the status table: one row per member and "ready/total".
@@ -256,7 +342,7 @@ func wantLabels(app *v1alpha1.Application) map[string]string {
 
 // label adds the Application's labels to its members and removes them from Components it
 // no longer claims (metadata patches only).
-func (d *applicationDriver) label(ctx context.Context, app *v1alpha1.Application, members []member) error {
+func (d *applicationDriver) label(ctx context.Context, r client.Reader, app *v1alpha1.Application, members []member) error {
 	want := wantLabels(app)
 	claimed := map[string]bool{}
 	for _, m := range members {
@@ -280,7 +366,7 @@ func (d *applicationDriver) label(ctx context.Context, app *v1alpha1.Application
 		}
 	}
 	var list v1alpha1.ComponentList
-	if err := d.o.Client.List(ctx, &list, client.InNamespace(app.Namespace), client.MatchingLabels{labelApplicationKey: app.Name}); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(app.Namespace), client.MatchingLabels{labelApplicationKey: app.Name}); err != nil {
 		return fmt.Errorf("list labelled components: %w", err)
 	}
 	for i := range list.Items {
@@ -313,7 +399,7 @@ func (d *applicationDriver) labelsUpToDate(app *v1alpha1.Application, members []
 
 func (d *applicationDriver) Observe(ctx context.Context, app *v1alpha1.Application) (lifecycle.Outcome, error) {
 	d.remember(app)
-	members, err := d.members(ctx, app)
+	members, err := d.members(ctx, d.o.cached(), app)
 	if err != nil {
 		return lifecycle.Outcome{}, err
 	}
@@ -328,11 +414,11 @@ func (d *applicationDriver) Provision(ctx context.Context, app *v1alpha1.Applica
 }
 
 func (d *applicationDriver) Update(ctx context.Context, app *v1alpha1.Application) (lifecycle.Outcome, error) {
-	members, err := d.members(ctx, app)
+	members, err := d.members(ctx, d.o.cached(), app)
 	if err != nil {
 		return lifecycle.Outcome{}, err
 	}
-	if err := d.label(ctx, app, members); err != nil {
+	if err := d.label(ctx, d.o.cached(), app, members); err != nil {
 		return lifecycle.Outcome{}, err
 	}
 	return d.summarize(app, members), nil
@@ -341,6 +427,7 @@ func (d *applicationDriver) Update(ctx context.Context, app *v1alpha1.Applicatio
 // summarize writes the table into app's status: Ready only when every member is.
 func (d *applicationDriver) summarize(app *v1alpha1.Application, members []member) lifecycle.Outcome {
 	rows, ready := applicationTable(app, members)
+	d.setRows(types.NamespacedName{Namespace: app.Namespace, Name: app.Name}, rows)
 	app.Status.Components, app.Status.Ready = rows, ready
 	var waiting []string
 	for _, r := range rows {

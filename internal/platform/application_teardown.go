@@ -109,7 +109,7 @@ func teardownItems(comps []*v1alpha1.Component, routes []v1alpha1.Route, release
 // Each wave is an Event (DeletingComponents) naming what it deletes.
 func (d *applicationDriver) Deprovision(ctx context.Context, app *v1alpha1.Application) (lifecycle.Outcome, error) {
 	d.forget(app)
-	members, err := d.members(ctx, app)
+	members, err := d.members(ctx, d.o.Client, app) // what exists now: the API, not the cache
 	if err != nil {
 		return lifecycle.Outcome{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
@@ -161,5 +162,41 @@ func TestValidateApplicationSpec(t *testing.T) {
 		if errs := ValidateApplicationSpec(&c.spec); (len(errs) > 0) != c.bad {
 			t.Errorf("%+v: errors %v, want bad=%v", c.spec, errs, c.bad)
 		}
+	}
+}
+
+// TestApplicationNewestMembers: a table is built from the newest version of each member the
+// watch delivered, never from an older copy the cache still holds.
+func TestApplicationNewestMembers(t *testing.T) {
+	at := func(c *v1alpha1.Component, rv string) *v1alpha1.Component { c.ResourceVersion = rv; return c }
+	deleting := at(comp("old", lifecycle.PhaseActive), "9")
+	deleting.DeletionTimestamp = &metav1.Time{}
+	d := &applicationDriver{latest: map[types.NamespacedName]*v1alpha1.Component{
+		{Namespace: "shop", Name: "api"}: at(comp("api", lifecycle.PhaseActive), "12"),
+		{Namespace: "shop", Name: "web"}: at(comp("web", lifecycle.PhaseReconciling), "7"),
+		{Namespace: "shop", Name: "new"}: at(comp("new", lifecycle.PhasePending), "15"),
+		{Namespace: "shop", Name: "old"}: deleting,
+	}}
+	members := []member{
+		{name: "api", comp: at(comp("api", lifecycle.PhaseReconciling), "10")}, // the cache lags: the watch's wins
+		{name: "web", comp: at(comp("web", lifecycle.PhaseActive), "8")},       // the cache is ahead: it stays
+		{name: "new"},  // not in the cache yet: the watch's
+		{name: "old"},  // gone: stays gone, and is forgotten
+		{name: "none"}, // never seen
+	}
+	d.newest("shop", members)
+	got := map[string]string{}
+	for _, m := range members {
+		got[m.name] = "-"
+		if m.comp != nil {
+			got[m.name] = m.comp.ResourceVersion
+		}
+	}
+	want := map[string]string{"api": "12", "web": "8", "new": "15", "old": "-", "none": "-"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("members' versions %v, want %v", got, want)
+	}
+	if _, ok := d.latest[types.NamespacedName{Namespace: "shop", Name: "old"}]; ok {
+		t.Error("a deleted member is still remembered")
 	}
 }

@@ -67,7 +67,7 @@ func componentThrashGuard() *lifecycle.ThrashGuard[reconcile.Request] {
 
 // registerComponent registers the Component kind.
 func registerComponent(e *lifecycle.Engine, o Options) error {
-	d := &componentDriver{o: o, reads: &componentReads{cache: o.Servers.Reader, direct: o.Client}}
+	d := &componentDriver{o: o, reads: &componentReads{cache: o.cached, direct: o.Client}}
 	watches := []lifecycle.Watch{
 		{Object: &v1alpha1.Application{}, Map: d.mapApplication},
 		{Object: &v1alpha1.Release{}, Map: d.mapRelease},

@@ -16,8 +16,8 @@ import (
 )
 
 // componentReads is where the Component driver reads: the platform's informer cache
-// (Options.Servers' reader, which is the lifecycle cache once it has synced and the direct
-// client before) for what Components own, their Applications and Volumes, and pods; the
+// (Options.Cache: the lifecycle cache once it has synced, the direct client before) for
+// what Components own, their Applications and Volumes, and pods; the
 // direct client for the rest (data services' objects; connection Secrets, as the lifecycle
 // cache holds only kube-system's server entries among Secrets).
 //

@@ -38,6 +38,10 @@ type Options struct {
 	Kinds map[string]KindTuning
 	// Servers resolves the server entries the data kinds provision on.
 	Servers *servers.Registry
+	// Cache is the informer cache the Component, Application and Route drivers read what
+	// they own and watch from (the server's lifecycle cache, set once it has synced); until
+	// it is set, and when nil, they read through Client.
+	Cache *CacheReader
 	// Gatherer is the server's metrics registry (in-memory Alert evaluation).
 	Gatherer prometheus.Gatherer
 	// Bus is the event bus (Alert notifications).
@@ -55,6 +59,10 @@ type Options struct {
 	// nil: a Backup of a Volume fails saying so.
 	VolumeFiles *VolumeFiles
 }
+
+// cached is the reader of what the drivers read from the informer cache: Cache once set,
+// else Client.
+func (o Options) cached() client.Reader { return o.Cache.Reader(o.Client) }
 
 // KindTuning overrides a kind's pipeline settings.
 type KindTuning struct {
@@ -81,6 +89,9 @@ func Register(e *lifecycle.Engine, o Options) error {
 	}
 	if o.Servers == nil {
 		o.Servers = servers.NewRegistry(o.Client)
+	}
+	if o.Cache == nil {
+		o.Cache = &CacheReader{}
 	}
 	tune := func(kind string, conc int) (int, time.Duration) {
 		t := o.Kinds[kind]

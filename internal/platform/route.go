@@ -22,7 +22,15 @@ import (
 // which read Routes themselves); the driver reports per hostname what Gateway API reports
 // per parent — Accepted (the hostname is allowed) and ResolvedRefs (every backend's
 // Component exposes the port and its Service exists; the TLS Certificate's Secret exists and
-// covers the hostnames) — and is Active when all are True.
+// covers the hostnames) — and is Active when all are True and its backends have been Active.
+//
+// A Route References its backends' Components (lifecycle.References): the tooling draws it
+// under each (Application → Component → Route), it is deleted before them, and the engine
+// holds it only while one does not exist. Waiting for them to be Active is the driver's,
+// and only until the Route's first activation (routeWaiting): a Route first serves when its
+// backends do, and stays Active through their later rollouts (a Release makes its Component
+// Reconciling for the whole rollout the Route keeps serving). A Requires link would do the
+// first and not the second.
 
 // Gateway API's condition types and reasons used in Route status.
 const (
@@ -34,6 +42,7 @@ const (
 	ReasonBackendNotFound     = "BackendNotFound"
 	ReasonInvalidPort         = "UnsupportedValue"
 	ReasonInvalidCertificate  = "InvalidCertificateRef"
+	ReasonBackendsNotActive   = "BackendsNotActive"
 	routeResolvePeriod        = 10 * time.Second
 	AnnotationRouteHostnames  = "kubeos.dev/route-hostnames"
 	routeComponentIndexPrefix = "component:"
@@ -41,10 +50,10 @@ const (
 
 // registerRoute registers the Route kind.
 func registerRoute(e *lifecycle.Engine, o Options) error {
-	d := &routeDriver{c: o.Client}
+	d := &routeDriver{c: o.Client, cache: o.cached}
 	return RegisterData(e, o, lifecycle.KindOptions[*v1alpha1.Route]{Kind: "Route", New: func() *v1alpha1.Route { return &v1alpha1.Route{} },
 		Driver: d, MaxConcurrentReconciles: 4,
-		Dependencies: routeDependencies,
+		Dependencies: routeTLSCertificate, References: routeBackends,
 		Watches: []lifecycle.Watch{
 			{Object: &v1alpha1.Component{}, Map: d.mapByComponent},
 			{Object: &corev1.Service{}, Map: d.mapByComponent},
@@ -52,30 +61,64 @@ func registerRoute(e *lifecycle.Engine, o Options) error {
 		}})
 }
 
-// routeDependencies are the backends' Components and the TLS Certificate.
-func routeDependencies(r *v1alpha1.Route) []lifecycle.Ref {
+// routeBackends are the backends' Components (References).
+func routeBackends(r *v1alpha1.Route) []lifecycle.Ref {
 	var out []lifecycle.Ref
-	seen := map[string]bool{}
-	for _, rule := range r.Spec.Rules {
-		for _, b := range rule.Backends {
-			if !seen[b.Component] {
-				seen[b.Component] = true
-				out = append(out, lifecycle.Ref{Kind: "Component", Namespace: r.Namespace, Name: b.Component})
-			}
-		}
-	}
-	if r.Spec.TLS != nil && r.Spec.TLS.Certificate != "" {
-		out = append(out, lifecycle.Ref{Kind: "Certificate", Namespace: r.Namespace, Name: r.Spec.TLS.Certificate})
+	for _, n := range backendNames(r) {
+		out = append(out, lifecycle.Ref{Kind: "Component", Namespace: r.Namespace, Name: n})
 	}
 	return out
 }
 
-type routeDriver struct{ c client.Client }
+// backendNames are the backends' Component names, each once, in the order of the rules.
+func backendNames(r *v1alpha1.Route) []string {
+	var out []string
+	for _, rule := range r.Spec.Rules {
+		for _, b := range rule.Backends {
+			if !slices.Contains(out, b.Component) {
+				out = append(out, b.Component)
+			}
+		}
+	}
+	return out
+}
+
+// routeTLSCertificate is the TLS Certificate (Requires: its Secret must exist to serve).
+func routeTLSCertificate(r *v1alpha1.Route) []lifecycle.Ref {
+	if r.Spec.TLS != nil && r.Spec.TLS.Certificate != "" {
+		return []lifecycle.Ref{{Kind: "Certificate", Namespace: r.Namespace, Name: r.Spec.TLS.Certificate}}
+	}
+	return nil
+}
+
+// routeWaiting names the backends a Route waits for: those whose Component is not Active
+// (phases by name), as long as the Route has not been activated yet (activated: its Ready
+// condition is True). Once it has, nothing: a backend's later rollout does not stop it.
+func routeWaiting(activated bool, backends []string, phases map[string]lifecycle.Phase) []string {
+	if activated {
+		return nil
+	}
+	var out []string
+	for _, b := range backends {
+		if phases[b] != lifecycle.PhaseActive {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// routeDriver reads Routes, Components, Services and Certificates from the informer cache
+// (cache: the lifecycle cache, whose phases the engine holds and wakes Routes by), Secrets
+// and Tenants directly.
+type routeDriver struct {
+	c     client.Client
+	cache func() client.Reader
+}
 
 // Observe writes the per-hostname conditions; a Route whose refs do not resolve stays
 // Reconciling with the reason and is looked at again.
 func (d *routeDriver) Observe(ctx context.Context, r *v1alpha1.Route) (lifecycle.Outcome, error) {
-	reason, msg, err := d.resolve(ctx, r)
+	reason, msg, phases, err := d.resolve(ctx, r)
 	if err != nil {
 		return lifecycle.Outcome{}, err
 	}
@@ -114,6 +157,17 @@ func (d *routeDriver) Observe(ctx context.Context, r *v1alpha1.Route) (lifecycle
 		return lifecycle.Outcome{Exists: true, UpToDate: true, Phase: lifecycle.PhaseReconciling, Reason: reason, Message: msg,
 			RequeueAfter: routeResolvePeriod}, nil
 	}
+	activated := meta.IsStatusConditionTrue(r.Status.Conditions, lifecycle.ConditionReady)
+	if waiting := routeWaiting(activated, backendNames(r), phases); len(waiting) > 0 {
+		// A backend becoming Active wakes the Route (the engine wakes what refers to an
+		// object whose phase changed); the requeue is the safety net.
+		var parts []string
+		for _, b := range waiting {
+			parts = append(parts, fmt.Sprintf("Component %s is %s", b, firstNonEmptyStr(string(phases[b]), string(lifecycle.PhasePending))))
+		}
+		return lifecycle.Outcome{Exists: true, UpToDate: true, Phase: lifecycle.PhaseReconciling, Reason: ReasonBackendsNotActive,
+			Message: "waiting for the backends to be Active before first serving: " + strings.Join(parts, ", "), RequeueAfter: routeResolvePeriod}, nil
+	}
 	return lifecycle.Outcome{Exists: true, UpToDate: true, Reason: "Routed"}, nil
 }
 
@@ -129,40 +183,42 @@ func (d *routeDriver) Deprovision(context.Context, *v1alpha1.Route) (lifecycle.O
 	return lifecycle.Outcome{}, nil
 }
 
-// resolve checks the backends and the certificate: a reason ("" when all resolve) and a
-// message.
-func (d *routeDriver) resolve(ctx context.Context, r *v1alpha1.Route) (string, string, error) {
+// resolve checks the backends and the certificate: a reason ("" when all resolve), a
+// message, and the phase of each backend's Component by name.
+func (d *routeDriver) resolve(ctx context.Context, r *v1alpha1.Route) (string, string, map[string]lifecycle.Phase, error) {
+	phases := map[string]lifecycle.Phase{}
 	for i, rule := range r.Spec.Rules {
 		for _, b := range rule.Backends {
 			var comp v1alpha1.Component
-			if err := d.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: b.Component}, &comp); err != nil {
+			if err := d.cache().Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: b.Component}, &comp); err != nil {
 				if apierrors.IsNotFound(err) {
-					return ReasonBackendNotFound, fmt.Sprintf("rule %d: Component %s not found", i, b.Component), nil
+					return ReasonBackendNotFound, fmt.Sprintf("rule %d: Component %s not found", i, b.Component), nil, nil
 				}
-				return "", "", err
+				return "", "", nil, err
 			}
+			phases[b.Component] = comp.Status.Phase
 			if _, err := ExposedPort(comp.Spec.Exposes, b); err != nil {
-				return ReasonInvalidPort, fmt.Sprintf("rule %d: Component %s: %v", i, b.Component, err), nil
+				return ReasonInvalidPort, fmt.Sprintf("rule %d: Component %s: %v", i, b.Component, err), nil, nil
 			}
 			var svc corev1.Service
-			if err := d.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: b.Component}, &svc); err != nil {
+			if err := d.cache().Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: b.Component}, &svc); err != nil {
 				if apierrors.IsNotFound(err) {
-					return ReasonBackendNotFound, fmt.Sprintf("rule %d: Service %s not found", i, b.Component), nil
+					return ReasonBackendNotFound, fmt.Sprintf("rule %d: Service %s not found", i, b.Component), nil, nil
 				}
-				return "", "", err
+				return "", "", nil, err
 			}
 		}
 	}
 	if r.Spec.TLS != nil {
 		var cert v1alpha1.Certificate
-		if err := d.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Spec.TLS.Certificate}, &cert); err != nil {
+		if err := d.cache().Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Spec.TLS.Certificate}, &cert); err != nil {
 			if apierrors.IsNotFound(err) {
-				return ReasonInvalidCertificate, "Certificate " + r.Spec.TLS.Certificate + " not found", nil
+				return ReasonInvalidCertificate, "Certificate " + r.Spec.TLS.Certificate + " not found", nil, nil
 			}
-			return "", "", err
+			return "", "", nil, err
 		}
 		if bad := UncoveredHostnames(r.Spec.Hostnames, cert.Spec.DNSNames); len(bad) > 0 {
-			return ReasonInvalidCertificate, fmt.Sprintf("Certificate %s does not cover %s", cert.Name, strings.Join(bad, ", ")), nil
+			return ReasonInvalidCertificate, fmt.Sprintf("Certificate %s does not cover %s", cert.Name, strings.Join(bad, ", ")), nil, nil
 		}
 		name := cert.Spec.SecretName
 		if name == "" {
@@ -171,12 +227,12 @@ func (d *routeDriver) resolve(ctx context.Context, r *v1alpha1.Route) (string, s
 		var s corev1.Secret
 		if err := d.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: name}, &s); err != nil {
 			if apierrors.IsNotFound(err) {
-				return ReasonInvalidCertificate, "the Secret " + name + " of Certificate " + cert.Name + " does not exist yet", nil
+				return ReasonInvalidCertificate, "the Secret " + name + " of Certificate " + cert.Name + " does not exist yet", nil, nil
 			}
-			return "", "", err
+			return "", "", nil, err
 		}
 	}
-	return "", "", nil
+	return "", "", phases, nil
 }
 
 // allowedHostnames reads the tenant's allowed hostname patterns (nil: no limit).
@@ -232,7 +288,7 @@ func (d *routeDriver) mapByCertificate(ctx context.Context, obj client.Object) [
 
 func (d *routeDriver) mapRoutes(ctx context.Context, ns string, f func(*v1alpha1.Route) bool) []types.NamespacedName {
 	var list v1alpha1.RouteList
-	if err := d.c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+	if err := d.cache().List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nil
 	}
 	var out []types.NamespacedName

@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
+	"kubeos.dev/kube/pkg/lifecycle"
 )
 
 func TestExposedPort(t *testing.T) {
@@ -93,6 +94,25 @@ func TestValidateRouteSpec(t *testing.T) {
 	} {
 		if errs := ValidateRouteSpec(&c.spec); len(errs) != c.errs {
 			t.Errorf("%s: %v, want %d errors", c.name, errs, c.errs)
+		}
+	}
+}
+
+func TestRouteWaiting(t *testing.T) {
+	active, rec := lifecycle.PhaseActive, lifecycle.PhaseReconciling
+	for _, c := range []struct {
+		name      string
+		activated bool
+		phases    map[string]lifecycle.Phase
+		want      []string
+	}{
+		{"first activation: every backend Active", false, map[string]lifecycle.Phase{"web": active, "api": active}, nil},
+		{"first activation: one still rolling out", false, map[string]lifecycle.Phase{"web": active, "api": rec}, []string{"api"}},
+		{"first activation: a backend with no phase yet", false, map[string]lifecycle.Phase{"web": active}, []string{"api"}},
+		{"activated: a backend's later rollout does not hold it", true, map[string]lifecycle.Phase{"web": rec, "api": rec}, nil},
+	} {
+		if got := routeWaiting(c.activated, []string{"web", "api"}, c.phases); !slices.Equal(got, c.want) {
+			t.Errorf("%s: routeWaiting = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -105,9 +105,11 @@ type lifecycleState struct {
 	admission *platform.Admission
 	authz     *platform.Authorizer
 	servers   *servers.Registry
-	events    *platform.Events
-	scheme    *runtime.Scheme
-	cfg       *rest.Config
+	// cache is the drivers' informer cache (platform.Options.Cache), set once synced.
+	cache  *platform.CacheReader
+	events *platform.Events
+	scheme *runtime.Scheme
+	cfg    *rest.Config
 	// term is the engine's leadership term (the Alert evaluator runs in it).
 	term *leaderTerm
 	// tracking is closed once the CRDs are served and the graph is tracked: the engine's
@@ -166,6 +168,7 @@ func (s *Server) newLifecycle(inner platformAuthorizer) (*lifecycleState, error)
 		kinds["Alert"] = t
 	}
 	registry := servers.NewRegistry(direct) // the informer cache once synced (startLifecycle)
+	reads := &platform.CacheReader{}        // likewise
 	events := &platform.Events{}            // the controllers' recorder once they run
 	term := newLeaderTerm()
 	nodes, err := kubernetes.NewForConfig(cfg)
@@ -174,11 +177,11 @@ func (s *Server) newLifecycle(inner platformAuthorizer) (*lifecycleState, error)
 	}
 	files := &platform.VolumeFiles{Reader: direct, Nodes: nodes.CoreV1().RESTClient()}
 	if err := platform.Register(engine, platform.Options{Client: direct, CA: s.pki.CA, CAKey: s.pki.CAKey, Counter: counter, Kinds: kinds,
-		Servers: registry, Gatherer: s.metrics, Bus: bus, Log: s.opts.Log.With("component", "platform"), Events: events,
+		Servers: registry, Cache: reads, Gatherer: s.metrics, Bus: bus, Log: s.opts.Log.With("component", "platform"), Events: events,
 		Term: term.current, VolumeFiles: files}); err != nil {
 		return nil, err
 	}
-	return &lifecycleState{bus: bus, engine: engine, scheme: scheme, cfg: cfg, servers: registry, events: events, term: term,
+	return &lifecycleState{bus: bus, engine: engine, scheme: scheme, cfg: cfg, servers: registry, cache: reads, events: events, term: term,
 		admission: &platform.Admission{Engine: engine, Counter: counter},
 		authz:     &platform.Authorizer{Inner: inner}, tracking: make(chan struct{})}, nil
 }
@@ -245,6 +248,7 @@ func (s *Server) startLifecycle(ctx context.Context, wg *sync.WaitGroup) error {
 	lc.admission.SetReader(c)
 	lc.authz.SetReader(c)
 	lc.servers.SetReader(c)
+	lc.cache.Set(c)
 	close(lc.tracking)
 	return nil
 }
