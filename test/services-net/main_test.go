@@ -1,7 +1,8 @@
 // Package servicesnet tests the agent's Service proxy as users meet it: real busybox pods
 // on two nodes (the in-process agent on the host, a `kube agent` in its own network
 // namespace; test/netharness), Services in front of them, probes from pods, from each
-// node and through kubectl 1.33.
+// node and through kubectl 1.33. shop_test.go is issue 19's "Done when" as one scenario
+// (cluster DNS, Services, NodePort, port-forward and NetworkPolicy together).
 package servicesnet
 
 import (
@@ -22,14 +23,41 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"kubeos.dev/kube/internal/agent"
+	agentdns "kubeos.dev/kube/internal/agent/dns"
+	"kubeos.dev/kube/internal/agent/netpol"
+	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
 	"kubeos.dev/kube/test/netharness"
 )
 
 var c *netharness.Cluster
 
+// Node A runs the cluster DNS and NetworkPolicy too (node B, a `kube agent` with default
+// flags, runs both in its own namespace): on an interface and in an nftables table of this
+// package's, removed at the end.
+var (
+	dnsIface    = fmt.Sprintf("ks%d", os.Getpid())
+	netpolTable = fmt.Sprintf("ksn%d", os.Getpid())
+)
+
 func TestMain(m *testing.M) {
-	os.Exit(netharness.Run(m, netharness.Options{Name: "svc", SecondNode: true}, &c))
+	code := netharness.Run(m, netharness.Options{Name: "svc", SecondNode: true, Server: func(so *server.Options) {
+		ip, err := server.ClusterDNSAddress("", so.ServiceClusterIPRange)
+		if err != nil {
+			panic(err)
+		}
+		so.AgentDNS = agent.DNSOptions{Enabled: true, Interface: dnsIface}
+		so.AgentClusterDNS = []string{ip}
+		so.AgentNetworkPolicy = agent.NetworkPolicyOptions{Enabled: true, Table: netpolTable}
+	}}, &c)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	agentdns.RemoveLink(ctx, dnsIface)
+	if err := netpol.Cleanup(ctx, netpolTable); err != nil {
+		fmt.Fprintln(os.Stderr, "netpol cleanup:", err)
+	}
+	os.Exit(code)
 }
 
 func ctxT(t *testing.T, d time.Duration) context.Context {

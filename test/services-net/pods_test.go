@@ -1,20 +1,14 @@
 package servicesnet
 
 import (
-	"bufio"
-	"context"
 	"fmt"
 	"net"
-	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	"kubeos.dev/kube/internal/server/servertest"
 	"kubeos.dev/kube/test/netharness"
 )
 
@@ -70,40 +64,9 @@ func TestPortForwardService(t *testing.T) {
 	backend(t, cs, ns, "pf", c.B.Name, "pf")
 	waitReady(t, cs, ns, "pf")
 	service(t, cs, ns, "pf", "pf", nil)
-	bin, err := servertest.FindKubectl("1.33")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-n", ns, "port-forward", "svc/pf", ":80")
-	home := t.TempDir()
-	cmd.Env = []string{"HOME=" + home, "KUBECONFIG=" + c.Server.Kubeconfig, "KUBECACHEDIR=" + home + "/cache"}
-	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cancel(); _ = cmd.Wait() }()
-	re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+)`)
-	sc := bufio.NewScanner(stdout)
-	var port string
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			port = m[1]
-			break
-		}
-	}
-	if port == "" {
-		t.Fatalf("kubectl port-forward printed no port: %s", stderr.String())
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	port := portForward(t, ns, "svc/pf", "80")
 	body, err := get(fmt.Sprintf("http://%s/", net.JoinHostPort("127.0.0.1", port)))
 	if err != nil || body != "pf" {
-		t.Fatalf("through port-forward: %q, %v (kubectl: %s)", body, err, stderr.String())
+		t.Fatalf("through port-forward: %q, %v", body, err)
 	}
 }

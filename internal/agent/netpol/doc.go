@@ -31,7 +31,13 @@
 // node's bridge reaches that hook through br_netfilter (net.bridge.bridge-nf-call-iptables,
 // which Controller sets). Traffic from the node itself (the agent's probes, host → pod)
 // goes through the output hook and is never filtered, as upstream CNIs do; traffic from a
-// pod to the node's own addresses (input hook) is not filtered either.
+// pod to the node's own addresses (input hook) is not filtered either. This is upstream's
+// documented rule ("traffic to and from the node where a Pod is running is always allowed,
+// regardless of the IP address of the Pod or the node"): a pod selected by a default-deny
+// policy still passes its kubelet probes, which test/services-net's TestShop checks (a
+// backend pod replaced under a default-deny policy becomes Ready). Traffic from another
+// node's address (a NodePort forwarded from there, a process on that node) is filtered as
+// any other source.
 //
 // Controller (controller.go) runs it: informers on Pods, Namespaces and NetworkPolicies
 // cluster-wide (the node's client may list and watch them), a recompute after any change
