@@ -13,11 +13,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"kubeos.dev/kube/internal/agent"
+	"kubeos.dev/kube/internal/agent/eviction"
 	"kubeos.dev/kube/internal/agent/images"
 	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 )
@@ -46,7 +48,7 @@ func defaultDataDirOrTmp() string {
 func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 	var o agent.Options
 	var kubeconfig, logLevel, serverURL, token, caFile string
-	var cleanup bool
+	var cleanup, rotate bool
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run a node agent: register a Node and run the pods bound to it through CRI (containerd)",
@@ -82,7 +84,14 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 			case kubeconfig == "":
 				return fmt.Errorf("--kubeconfig, or --server and --token, are required")
 			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			ctx, stop := signalContext()
+			defer stop()
+			var cfg *rest.Config
+			if token != "" && rotate {
+				cfg, err = agent.RotatingConfig(ctx, o.DataDir, o.NodeName, log)
+			} else {
+				cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+			}
 			if err != nil {
 				return fmt.Errorf("--kubeconfig: %w", err)
 			}
@@ -92,8 +101,6 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, stop := signalContext()
-			defer stop()
 			fmt.Fprintf(out, "Node agent %s, data directory %s\n", o.NodeName, o.DataDir)
 			return a.Run(ctx)
 		},
@@ -125,6 +132,11 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 	addAgentDNSFlags(f, "", &o.DNS)
 	addAgentNetworkPolicyFlags(f, "", &o.NetworkPolicy)
 	addAgentGatewayFlags(f, "", &o.Gateway)
+	f.BoolVar(&rotate, "rotate-certificates", true, "renew the node's client certificate before it expires (with --token: the bootstrapped identity)")
+	f.StringVar(&o.EvictionHard, "eviction-hard", eviction.DefaultHard, "hard eviction thresholds, signal<quantity or signal<percentage% (memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree); \"none\": no threshold")
+	f.DurationVar(&o.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", 5*time.Minute, "how long a MemoryPressure or DiskPressure condition stays after its threshold is no longer met")
+	f.DurationVar(&o.ShutdownGracePeriod, "shutdown-grace-period", 0, "on SIGTERM, stop the node's pods (lowest priority first) within this time before exiting; 0 leaves them running")
+	f.DurationVar(&o.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", 0, "the part of --shutdown-grace-period kept for critical pods (priority system-cluster-critical and above), stopped last")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&cleanup, "cleanup", false, "remove what the agent's networking put on this node (nftables tables, DNS link, routes; the same table/interface/CIDR flags as its run) and exit")
 	return cmd

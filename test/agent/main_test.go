@@ -5,7 +5,8 @@
 // a `kube agent` process so that it can be killed with SIGKILL.
 //
 // Everything machine-wide is unique to this package's process (bridge kube-t<pid>, pod
-// CIDRs 10.234.N.0/24 and 10.235.N.0/24) and removed when the package ends, pass or fail:
+// CIDRs 10.234.N.0/24 and 10.235.N.0/24, and /26s of 10.239.N.0/24 for the extra agents
+// of node_test.go) and removed when the package ends, pass or fail:
 // sandboxes, containerd, bridges, routes, mounts and the ip_forward the bridge plugin
 // turned on.
 package agent
@@ -100,6 +101,9 @@ func run(m *testing.M) int {
 		// The server's node IPAM gives the node its pod CIDR, the whole cluster CIDR here.
 		o.ClusterCIDR = podCIDR
 		o.NodeCIDRMaskSize = 24
+		// Node client certificates live two minutes, so that an agent's rotation shows
+		// (TestCertificateRotation).
+		o.ClusterSigningDuration = 2 * time.Minute
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start kube server:", err)

@@ -54,10 +54,16 @@ type agentProcess struct {
 
 func startAgentProcess(t *testing.T, node string) *agentProcess {
 	t.Helper()
-	bin := servertest.BuildKube(t, t.TempDir())
 	n := os.Getpid() % 250
-	cidr := fmt.Sprintf("10.235.%d.0/24", n)
-	br := fmt.Sprintf("kube-u%d", os.Getpid())
+	return startAgentProcessWith(t, node, fmt.Sprintf("10.235.%d.0/24", n), fmt.Sprintf("kube-u%d", os.Getpid()),
+		[]string{"--kubeconfig", nodeKubeconfig(t, node)})
+}
+
+// startAgentProcessWith starts a `kube agent` of node with its own pod CIDR and bridge,
+// its identity from auth (--kubeconfig, or --server and --token) and extra flags after it.
+func startAgentProcessWith(t *testing.T, node, cidr, br string, auth []string, extra ...string) *agentProcess {
+	t.Helper()
+	bin := servertest.BuildKube(t, t.TempDir())
 	data, err := os.MkdirTemp("", "kube-agent-b-")
 	if err != nil {
 		t.Fatal(err)
@@ -66,13 +72,14 @@ func startAgentProcess(t *testing.T, node string) *agentProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agentProcess{t: t, dataDir: data, log: logf, args: []string{bin, "agent", "--kubeconfig", nodeKubeconfig(t, node),
+	args := append([]string{bin, "agent"}, auth...)
+	a := &agentProcess{t: t, dataDir: data, log: logf, args: append(append(args,
 		"--data-dir", filepath.Join(data, "d"), "--node-name", node, "--port", "0", "--pod-cidr", cidr, "--cluster-cidr", cidr,
 		"--bridge", br, "--containerd-proxy", "http://127.0.0.1:9", "--image-dir", imageDir,
 		"--resolv-conf", filepath.Join(dir, "resolv.conf"),
 		// Pods only: Service networking is test/services-net's, test/dns's and test/netpol's
 		// (it would program the host's nftables and links outside this package's names).
-		"--services=false", "--dns=false", "--network-policy=false", "--node-routes=false", "--gateway=false"}}
+		"--services=false", "--dns=false", "--network-policy=false", "--node-routes=false", "--gateway=false"), extra...)}
 	t.Cleanup(func() {
 		// The agent goes first (SIGKILL: its containerd stays up), so that nothing makes
 		// sandboxes while they are removed.
