@@ -5,7 +5,7 @@
 // Service CIDR of its own in the host's network namespace, and reports each sync's
 // completion (rules in the kernel: the netlink transaction returned) on stdout. Measured:
 // the initial programming of everything, then RATE EndpointSlice changes per second (one
-// endpoint address replaced) for DURATION: p50/p99/max from the API write's return to the
+// endpoint address replaced) for DURATION: p50/p99/max from just before the API write to the
 // sync that carried it into the kernel, and the proxy process's CPU during the churn.
 // Prints one JSON line. Needs root (CAP_NET_ADMIN) and nf_tables; cleans up its table and
 // routes at the end.
@@ -125,6 +125,11 @@ func main() {
 	events := make(chan proxy.SyncEvent, 1000)
 	if *peer != "" {
 		peerServices = *services
+		// kube-proxy waits up to 30 s for its Node before it programs anything: give it one.
+		if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bench-node"},
+			Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}}}, metav1.CreateOptions{}); err != nil {
+			log.Fatal(err)
+		}
 		cmd = peerCommand(*peer, kc, strings.Fields(*peerArgs))
 		defer peerCleanup()
 		if err := watchPeer(events); err != nil {
@@ -220,18 +225,21 @@ func main() {
 			i := (n * 7919) % *services
 			key := fmt.Sprintf("%s/s%d", ns, i)
 			go func(n, i int) {
-				if _, err := cs.DiscoveryV1().EndpointSlices(ns).Update(ctx, slice(i, *endpoints, n+1), metav1.UpdateOptions{}); err != nil {
-					log.Printf("update: %v", err)
-					return
-				}
+				// Timed from just before the write is sent: a sync (or the watch event) can
+				// come before the write's answer is read, which left a change pending until
+				// its Service's next change when timed from the answer.
 				mu.Lock()
+				sent := time.Now()
 				if _, ok := pending[key]; !ok {
-					pending[key] = time.Now()
+					pending[key] = sent
 				}
 				if _, ok := watchPending[key]; !ok {
-					watchPending[key] = time.Now()
+					watchPending[key] = sent
 				}
 				mu.Unlock()
+				if _, err := cs.DiscoveryV1().EndpointSlices(ns).Update(ctx, slice(i, *endpoints, n+1), metav1.UpdateOptions{}); err != nil {
+					log.Printf("update: %v", err)
+				}
 			}(n, i)
 		}
 	}()
@@ -285,8 +293,12 @@ func slice(i, n, gen int) *discoveryv1.EndpointSlice {
 	}
 	for e := 0; e < n; e++ {
 		host := e
-		if e == 0 {
-			host = 100 + gen%150
+		if e == 0 && gen > 0 {
+			// never the created address again (gen%150 == 0 gave it back: a change that
+			// changed nothing, so no sync, and a 10 s "latency" until the next change)
+			host = 101 + gen%149
+		} else if e == 0 {
+			host = 100
 		}
 		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.250.%d.%d", i%250, host+1)},
 			NodeName: ptr.To("elsewhere"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
@@ -328,7 +340,12 @@ func cpuSeconds(pid int) float64 {
 		return 0
 	}
 	f := strings.Fields(string(b)[strings.LastIndexByte(string(b), ')')+2:])
-	u, _ := strconv.ParseFloat(f[11], 64)
-	s, _ := strconv.ParseFloat(f[12], 64)
-	return (u + s) / 100 // USER_HZ
+	// utime, stime and the waited-for children's cutime, cstime: kube-proxy programs
+	// through `nft -f`, a child process per sync.
+	var sum float64
+	for _, i := range []int{11, 12, 13, 14} {
+		v, _ := strconv.ParseFloat(f[i], 64)
+		sum += v
+	}
+	return sum / 100 // USER_HZ
 }

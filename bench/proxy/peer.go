@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"log"
 	"net"
 	"os/exec"
 	"regexp"
-	"sync"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/nftables"
@@ -51,79 +54,87 @@ func peerCleanup() {
 	_ = c.Flush()
 }
 
-var endpointChain = regexp.MustCompile(`^endpoint-[A-Z0-9]+-` + ns + `/(s[0-9]+)/tcp/http__([0-9.]+)/8080$`)
 var serviceChain = regexp.MustCompile(`^service-[A-Z0-9]+-` + ns + `/(s[0-9]+)/tcp/http$`)
 
-// watchPeer turns kube-proxy's chain creations into SyncEvents: a service chain's first
-// appearance is its Service programmed (the initial programming); after that, an endpoint
-// chain's is its Service changed (the churn replaces one address per change).
+// watchPeer turns kube-proxy's programming into SyncEvents. The initial programming is
+// polled (a service chain's first appearance in the kernel's chain list, every peerPoll:
+// the initial transaction's notifications overflow a monitor's socket); after it, a rule
+// written into a Service's chain is that Service changed, seen through the kernel's
+// nftables notifications (`nft monitor rules`, started only once the initial programming
+// is in). kube-proxy v1.37's nftables mode DNATs from the service chain
+// through an anonymous numgen map, with no per-endpoint chain unless affinity or
+// masquerading needs one, so a replaced endpoint is a rewritten service-chain rule.
+// Initial-programming times are late by up to peerPoll.
 func watchPeer(events chan<- proxy.SyncEvent) error {
 	c, err := nftables.New()
 	if err != nil {
 		return err
 	}
-	// A connection of its own for the monitor (a monitor's connection answers nothing else).
-	mc, err := nftables.New()
-	if err != nil {
-		return err
-	}
-	mon := nftables.NewMonitor(nftables.WithMonitorObject(nftables.MonitorObjectChains), nftables.WithMonitorEventBuffer(1<<16))
-	ch, err := mc.AddMonitor(mon)
-	if err != nil {
-		return fmt.Errorf("nftables monitor: %w", err)
-	}
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	initial := true
-	// The initial programming is one big transaction whose notifications overflow the
-	// monitor's socket: its service chains are polled instead.
 	go func() {
-		for {
-			time.Sleep(100 * time.Millisecond)
+		seen := map[string]bool{}
+		for len(seen) < peerServices {
+			time.Sleep(peerPoll)
 			chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyIPv4)
 			if err != nil {
 				continue
 			}
 			now := time.Now()
-			mu.Lock()
 			for _, ch := range chains {
-				if ch.Table.Name != peerTable {
-					continue
-				}
-				if m := serviceChain.FindStringSubmatch(ch.Name); m != nil && !seen[m[1]] {
+				if m := serviceChain.FindStringSubmatch(ch.Name); ch.Table.Name == peerTable && m != nil && !seen[m[1]] {
 					seen[m[1]] = true
 					events <- proxy.SyncEvent{At: now, Services: []string{ns + "/" + m[1]}}
 				}
 			}
-			done := len(seen) >= peerServices
-			if done {
-				initial = false
-			}
-			mu.Unlock()
-			if done {
-				return
-			}
 		}
-	}()
-	go func() {
-		for ev := range ch {
-			now := time.Now()
-			if ev.Type != nftables.MonitorEventTypeNewChain {
-				continue
+		// The monitor is re-opened when it ends (an overflow of its socket in a large
+		// transaction ends it with ENOBUFS); changes in a lost stretch count as missed.
+		for {
+			if err := monitorPeer(events); err != nil {
+				log.Printf("nftables monitor: %v (re-opening)", err)
 			}
-			chain, ok := ev.Data.(*nftables.Chain)
-			if !ok || chain.Table == nil || chain.Table.Name != peerTable || chain.Table.Family != nftables.TableFamilyIPv4 {
-				continue
-			}
-			mu.Lock()
-			if m := endpointChain.FindStringSubmatch(chain.Name); m != nil && !initial {
-				events <- proxy.SyncEvent{At: now, Services: []string{ns + "/" + m[1]}}
-			}
-			mu.Unlock()
 		}
 	}()
 	return nil
 }
+
+// monitorPeer reports each rule kube-proxy adds to a Service's chain, read from `nft
+// monitor rules` (kube-proxy needs the nft binary anyway), until the monitor ends.
+// google/nftables' Monitor delivered none of these events here, where nft's own monitor
+// prints them ("add rule ip kube-proxy service-<hash>-<ns>/<svc>/tcp/http meta l4proto tcp
+// dnat ip to numgen random mod N map { … }").
+func monitorPeer(events chan<- proxy.SyncEvent) error {
+	cmd := exec.Command("nft", "monitor", "rules")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<16), 1<<24)
+	prefix := "add rule ip " + peerTable + " "
+	for sc.Scan() {
+		now := time.Now()
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		chain, _, _ := strings.Cut(line[len(prefix):], " ")
+		if m := serviceChain.FindStringSubmatch(chain); m != nil {
+			events <- proxy.SyncEvent{At: now, Services: []string{ns + "/" + m[1]}}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("nft monitor ended")
+}
+
+// peerPoll is how often the peer's chains are listed during its initial programming.
+const peerPoll = 50 * time.Millisecond
 
 // peerServices is how many Services the run has (set by main before the peer starts).
 var peerServices int

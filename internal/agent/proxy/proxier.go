@@ -21,6 +21,13 @@ import (
 const (
 	resyncPeriod = time.Minute
 	retryPeriod  = time.Second
+	// minSyncPeriod is the least time between the starts of two syncs: changes that arrive
+	// while a sync runs or within this time of its start are folded into the next one, so a
+	// burst of EndpointSlice changes costs a few syncs, not one each (kube-proxy's nftables
+	// mode waits 1 s). 1,000 Services x 10 endpoints with 100 changes/s on a quiet machine:
+	// syncing every change 0.5 core, p99 18 ms; 50 ms 0.14 core, p99 66 ms (bench/README
+	// "Service proxy: coalesced syncs").
+	minSyncPeriod = 50 * time.Millisecond
 )
 
 // Proxier programs the node's Services; New prepares it, Run runs it.
@@ -115,6 +122,7 @@ func (px *Proxier) Run(ctx context.Context) error {
 
 	timer := time.NewTimer(resyncPeriod)
 	defer timer.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -122,6 +130,18 @@ func (px *Proxier) Run(ctx context.Context) error {
 		case <-px.kick:
 		case <-timer.C:
 		}
+		if wait := minSyncPeriod - time.Since(last); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+			select { // what kicked meanwhile is in this sync
+			case <-px.kick:
+			default:
+			}
+		}
+		last = time.Now()
 		next := resyncPeriod
 		if px.ready() {
 			if err := px.sync(); err != nil {
