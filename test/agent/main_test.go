@@ -6,7 +6,7 @@
 //
 // Everything machine-wide is unique to this package's process (bridge kube-t<pid>, pod
 // CIDRs 10.234.N.0/24 and 10.235.N.0/24, and /26s of 10.239.N.0/24 for the extra agents
-// of node_test.go) and removed when the package ends, pass or fail:
+// of eviction_test.go) and removed when the package ends, pass or fail:
 // sandboxes, containerd, bridges, routes, mounts and the ip_forward the bridge plugin
 // turned on.
 package agent

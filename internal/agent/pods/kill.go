@@ -14,6 +14,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
+// reasonEvicted is the kubelet's reason for an evicted pod.
+const reasonEvicted = "Evicted"
+
 // Kill stops the pod uid as the kubelet's eviction manager and graceful node shutdown do:
 // each running container's preStop hook and stop signal within grace seconds (SIGKILL at
 // its end), the sandbox stopped, and the pod's status written terminal — phase Failed,
@@ -36,6 +39,10 @@ func (m *Manager) Kill(ctx context.Context, uid types.UID, grace int64, reason, 
 		return fmt.Errorf("pods: pod %s is gone", w.key)
 	}
 	grace = max(grace, 1)
+	if reason == reasonEvicted && m.recorder != nil {
+		// The kubelet's eviction manager records the eviction on the pod.
+		m.recorder.Event(pod, corev1.EventTypeWarning, reason, message)
+	}
 	byName, err := w.containers(ctx)
 	if err != nil {
 		return err
