@@ -21,10 +21,11 @@ func TestDrainMovesPods(t *testing.T) {
 	t.Parallel()
 	cs := clientset(t)
 	ns := namespace(t, cs)
-	ctx := ctxT(t, 5*time.Minute)
 	node := nodeName + "-drain"
 	cidr, br := agentSlot(3)
 	startAgentProcessWith(t, node, cidr, br, []string{"--kubeconfig", nodeKubeconfig(t, node)})
+	// The deadline starts once the binary is linked (minutes on a loaded machine).
+	ctx := ctxT(t, 5*time.Minute)
 	waitNode(t, cs, node, 2*time.Minute, "Ready", nodeReady)
 
 	labels := map[string]string{"app": "spread"}

@@ -125,10 +125,11 @@ func TestMemoryPressureEviction(t *testing.T) {
 	t.Parallel()
 	cs := clientset(t)
 	ns := namespace(t, cs)
-	ctx := ctxT(t, 5*time.Minute)
 	node := nodeName + "-mem"
 	cidr, br := agentSlot(1)
 	startAgentProcessWith(t, node, cidr, br, []string{"--kubeconfig", nodeKubeconfig(t, node)}, "--eviction-hard", "memory.available<100Ti")
+	// The deadline starts once the binary is linked (minutes on a loaded machine).
+	ctx := ctxT(t, 5*time.Minute)
 	waitNode(t, cs, node, 2*time.Minute, "under memory pressure and tainted", func(n *corev1.Node) bool {
 		pressure := false
 		for _, c := range n.Status.Conditions {

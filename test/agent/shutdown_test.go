@@ -18,11 +18,12 @@ func TestGracefulNodeShutdown(t *testing.T) {
 	t.Parallel()
 	cs := clientset(t)
 	ns := namespace(t, cs)
-	ctx := ctxT(t, 5*time.Minute)
 	node := nodeName + "-stop"
 	cidr, br := agentSlot(2)
 	a := startAgentProcessWith(t, node, cidr, br, []string{"--kubeconfig", nodeKubeconfig(t, node)},
 		"--shutdown-grace-period", "30s", "--shutdown-grace-period-critical-pods", "10s")
+	// The deadline starts once the binary is linked (minutes on a loaded machine).
+	ctx := ctxT(t, 5*time.Minute)
 	waitNode(t, cs, node, 2*time.Minute, "Ready", nodeReady)
 
 	// Each pod ends on SIGTERM with exit code 0 (the trap runs between two sleeps).
