@@ -1,13 +1,14 @@
 package audit
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -85,48 +86,142 @@ func globEscape(s string) string {
 	return r.Replace(s)
 }
 
-// Search scans files (oldest first) for events matching q that allow accepts (the caller's
-// authorization; nil accepts all). It returns the newest limit of them, oldest first, how many
-// matches allow refused, and whether more than limit matched. Lines that are not events (a
-// write cut short by a crash) are skipped.
+// Search reads files (oldest first, as Files lists them) from their ends, newest event
+// first, for events matching q that allow accepts (the caller's authorization; nil accepts
+// all). It returns the newest limit of them, oldest first, how many matches allow refused
+// among the entries read, and whether more than limit matched. It stops at the first match
+// past limit, or at the first event older than q.Since (less sinceSlack: lines are written
+// roughly, not strictly, in stage-time order), so a query's cost is bounded by --since and
+// the limit, not by the log's size. Lines that are not events (a write cut short by a crash)
+// are skipped.
 func Search(files []string, q Query, allow func(*auditv1.Event) bool, limit int) (out []auditv1.Event, hidden int, truncated bool, err error) {
 	if limit <= 0 {
 		limit = 500
 	}
-	for _, f := range files {
-		fh, err := os.Open(f)
+	var uid []byte
+	if q.UID != "" {
+		uid = []byte(q.UID)
+	}
+	visit := func(line []byte) error {
+		if !q.Since.IsZero() {
+			if t, ok := stageTime(line); ok && t.Before(q.Since.Add(-sinceSlack)) {
+				return errDone
+			}
+		}
+		if uid != nil && !bytes.Contains(line, uid) {
+			return nil // cheap pre-filter before decoding
+		}
+		var ev auditv1.Event
+		if json.Unmarshal(line, &ev) != nil || !q.Match(&ev) {
+			return nil
+		}
+		if allow != nil && !allow(&ev) {
+			hidden++
+			return nil
+		}
+		if len(out) == limit {
+			truncated = true
+			return errDone
+		}
+		out = append(out, ev)
+		return nil
+	}
+	for i := len(files) - 1; i >= 0; i-- {
+		err := eachLineReverse(files[i], visit)
+		if errors.Is(err, errDone) {
+			break
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // rotated away while we listed
 		}
 		if err != nil {
-			return nil, 0, false, fmt.Errorf("audit log: %w", err)
-		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			if q.UID != "" && !strings.Contains(string(line), q.UID) {
-				continue // cheap pre-filter before decoding
-			}
-			var ev auditv1.Event
-			if json.Unmarshal(line, &ev) != nil || !q.Match(&ev) {
-				continue
-			}
-			if allow != nil && !allow(&ev) {
-				hidden++
-				continue
-			}
-			out = append(out, ev)
-			if len(out) > limit {
-				out = out[1:]
-				truncated = true
-			}
-		}
-		err = sc.Err()
-		fh.Close()
-		if err != nil {
-			return nil, 0, false, fmt.Errorf("audit log %s: %w", f, err)
+			return nil, 0, false, fmt.Errorf("audit log %s: %w", files[i], err)
 		}
 	}
+	slices.Reverse(out)
 	return out, hidden, truncated, nil
+}
+
+// sinceSlack is how far before Since a search reads on: events are appended in about, not
+// exactly, their stage time's order.
+const sinceSlack = time.Minute
+
+// errDone ends a search early.
+var errDone = errors.New("search done")
+
+// Reading backwards: the chunk size, and the longest line kept (longer ones are skipped).
+const (
+	reverseChunk = 256 << 10
+	maxLine      = 16 << 20
+)
+
+// eachLineReverse calls fn with each non-empty line of the file at path, last line first,
+// until fn returns an error (which it returns). fn must not keep line.
+func eachLineReverse(path string, fn func(line []byte) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	pos := st.Size()
+	// tail is the end of a line whose start lies before pos; broken is set when it grew
+	// past maxLine and was dropped (the rest of that line is skipped too).
+	var tail []byte
+	broken := false
+	for pos > 0 {
+		n := min(int64(reverseChunk), pos)
+		pos -= n
+		b := make([]byte, n, int(n)+len(tail))
+		if _, err := f.ReadAt(b, pos); err != nil {
+			return err
+		}
+		b = append(b, tail...)
+		for {
+			i := bytes.LastIndexByte(b, '\n')
+			if i < 0 {
+				break
+			}
+			line := b[i+1:]
+			b = b[:i]
+			if broken {
+				broken = false
+				continue
+			}
+			if len(line) > 0 {
+				if err := fn(line); err != nil {
+					return err
+				}
+			}
+		}
+		tail = b
+		if len(tail) > maxLine {
+			tail, broken = nil, true
+		}
+	}
+	if len(tail) > 0 && !broken {
+		return fn(tail)
+	}
+	return nil
+}
+
+// stageTime reads an encoded event's stageTimestamp without decoding the event (the last
+// occurrence of the key: an embedded request or response object comes before it, and a
+// string value cannot hold it unescaped).
+func stageTime(line []byte) (time.Time, bool) {
+	const key = `"stageTimestamp":"`
+	i := bytes.LastIndex(line, []byte(key))
+	if i < 0 {
+		return time.Time{}, false
+	}
+	rest := line[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(rest[:j]))
+	return t, err == nil
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"kubeos.dev/kube/internal/ctl/opsapi"
+	kubeclient "kubeos.dev/kube/pkg/client/clientset/versioned"
 )
 
 // ManagedGroup is the API group of the lifecycle-managed kinds.
@@ -59,6 +60,16 @@ func (e *env) dynamic() (dynamic.Interface, error) {
 		return nil, err
 	}
 	return dynamic.NewForConfig(cfg)
+}
+
+// clientset is the generated typed client of the kubeos.dev kinds (pkg/client), for commands
+// about one known kind; commands about any lifecycle-managed kind read them dynamically.
+func (e *env) clientset() (kubeclient.Interface, error) {
+	cfg, err := e.config()
+	if err != nil {
+		return nil, err
+	}
+	return kubeclient.NewForConfig(cfg)
 }
 
 // ops is a client of the ops API (opsapi).

@@ -35,36 +35,45 @@ func newHealthCommand(e *env) *cobra.Command {
 			if err := checkOutput(output, "", "wide", "json", "yaml"); err != nil {
 				return err
 			}
+			if interval < 0 {
+				return fmt.Errorf("--interval %s: want 0 or a positive duration", interval)
+			}
 			ctx := cmd.Context()
-			for {
+			list, note, err := e.health(ctx, all, kind)
+			if err != nil {
+				return err
+			}
+			if !watchFlag {
+				if err := printHealth(e.streams.Out, list, note, output, time.Now()); err != nil {
+					return err
+				}
+				if bad := Unhealthy(list); bad != "" {
+					return &ExitError{Code: ExitUnhealthy, Msg: "unhealthy: " + bad}
+				}
+				return nil
+			}
+			// Follow the kinds' watches in the scope the answer covered: a redraw per burst of
+			// changes, and every --interval for what no object change shows (reconcile p99
+			// and errors, the event bus).
+			first := true
+			return e.watchKinds(ctx, list.Namespace, interval, func() error {
 				list, note, err := e.health(ctx, all, kind)
 				if err != nil {
 					return err
 				}
-				if err := printHealth(e.streams.Out, list, note, output, time.Now()); err != nil {
-					return err
+				if !first {
+					fmt.Fprintln(e.streams.Out)
 				}
-				bad := Unhealthy(list)
-				if !watchFlag {
-					if bad != "" {
-						return &ExitError{Code: ExitUnhealthy, Msg: "unhealthy: " + bad}
-					}
-					return nil
-				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(interval):
-				}
-				fmt.Fprintln(e.streams.Out)
-			}
+				first = false
+				return printHealth(e.streams.Out, list, note, output, time.Now())
+			})
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "every namespace and the cluster-scoped kinds")
 	cmd.Flags().StringVar(&kind, "kind", "", "only this kind (Credential, credentials, ...)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, json or yaml")
-	cmd.Flags().BoolVarP(&watchFlag, "watch", "w", false, "redraw every --interval (the aggregates are computed by the server; exit status is not checked)")
-	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "redraw period with -w")
+	cmd.Flags().BoolVarP(&watchFlag, "watch", "w", false, "redraw whenever a lifecycle-managed object in the scope changes (exit status is not checked)")
+	cmd.Flags().DurationVar(&interval, "interval", 30*time.Second, "with -w, also redraw this often for reconcile metrics and the event bus (0: only on changes)")
 	return cmd
 }
 

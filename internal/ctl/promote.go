@@ -8,13 +8,14 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 )
 
-// Annotations a Release reads (v1alpha1.PromoteAnnotation, AbortAnnotation); its driver
-// removes them once acted on.
+// Annotations a Release reads; its driver removes them once acted on.
 const (
-	promoteAnnotation = "kubeos.dev/promote"
-	abortAnnotation   = "kubeos.dev/abort"
+	promoteAnnotation = v1alpha1.PromoteAnnotation
+	abortAnnotation   = v1alpha1.AbortAnnotation
 )
 
 // newPromoteCommand: `promote release/NAME [--full]` moves a Release past its current step
@@ -58,7 +59,7 @@ func (e *env) annotateRelease(ctx context.Context, args []string, key, value, do
 	if t.kind != "Release" {
 		return fmt.Errorf("%s is a %s: promote and abort take a Release", t, t.kind)
 	}
-	dc, err := e.dynamic()
+	cs, err := e.clientset()
 	if err != nil {
 		return err
 	}
@@ -66,7 +67,7 @@ func (e *env) annotateRelease(ctx context.Context, args []string, key, value, do
 	if err != nil {
 		return err
 	}
-	if _, err := dc.Resource(t.gvr).Namespace(t.namespace).Patch(ctx, t.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := cs.KubeosV1alpha1().Releases(t.namespace).Patch(ctx, t.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.streams.Out, "%s %s\n", t, done)

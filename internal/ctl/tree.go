@@ -51,14 +51,15 @@ func newTreeCommand(e *env) *cobra.Command {
 				}
 				return printGraph(e.streams.Out, g, t.namespace, output, time.Now())
 			}
-			if err := draw(); err != nil {
-				return err
-			}
 			if !watchFlag {
-				return nil
+				return draw()
 			}
-			return e.watchKinds(ctx, t.namespace, func() error {
-				fmt.Fprintln(e.streams.Out)
+			first := true
+			return e.watchKinds(ctx, t.namespace, 0, func() error {
+				if !first {
+					fmt.Fprintln(e.streams.Out)
+				}
+				first = false
 				return draw()
 			})
 		},
@@ -111,9 +112,14 @@ func printGraph(w io.Writer, g *opsapi.Graph, rootNS, output string, now time.Ti
 	return nil
 }
 
-// watchKinds calls redraw after every change to a lifecycle-managed object in namespace (and
-// the cluster-scoped kinds), at most every 200 ms, until ctx ends.
-func (e *env) watchKinds(ctx context.Context, namespace string, redraw func() error) error {
+// watchKinds draws once, then again after every change to a lifecycle-managed object in
+// namespace ("": all, and the cluster-scoped kinds), at most every 200 ms, and at least every
+// refresh (0: only on changes), until ctx ends. Each kind's watch starts at the
+// resourceVersion of a one-item list read before the first draw (nothing between the two is
+// missed, and there is no initial ADDED event per existing object, whatever the kind's
+// size); it resumes from the last version it saw, and an expired version re-lists and
+// redraws.
+func (e *env) watchKinds(ctx context.Context, namespace string, refresh time.Duration, redraw func() error) error {
 	dc, err := e.dynamic()
 	if err != nil {
 		return err
@@ -123,10 +129,18 @@ func (e *env) watchKinds(ctx context.Context, namespace string, redraw func() er
 		return err
 	}
 	changes := make(chan struct{}, 1)
+	changed := func() {
+		select {
+		case changes <- struct{}{}:
+		default:
+		}
+	}
 	kinds, err := managedResources(e)
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	started := 0
 	for _, k := range kinds {
 		mapping, err := m.RESTMapping(k.GroupKind())
@@ -141,49 +155,79 @@ func (e *env) watchKinds(ctx context.Context, namespace string, redraw func() er
 		if mapping.Scope.Name() == "namespace" && namespace != "" {
 			lister = ri.Namespace(namespace)
 		}
-		// May the user watch it here? One list of one item says.
-		if _, err := lister.List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		// May the user watch it here? One list of one item says, and gives the version to
+		// watch from.
+		l, err := lister.List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
 			continue // not allowed to read it: its changes are not shown live
 		}
 		started++
-		go func() {
+		go func(rv string) {
+			backoff := time.Second
 			for ctx.Err() == nil {
-				// From the current state (its ADDED events cost one redraw), again whenever
-				// the server ends the watch.
-				w, err := lister.Watch(ctx, metav1.ListOptions{})
+				w, err := lister.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 				if err != nil {
 					select {
 					case <-ctx.Done():
-					case <-time.After(time.Second):
+					case <-time.After(backoff):
 					}
+					backoff = min(2*backoff, 30*time.Second)
 					continue
 				}
-				for range w.ResultChan() {
-					select {
-					case changes <- struct{}{}:
-					default:
+				backoff = time.Second
+				expired := false
+				for ev := range w.ResultChan() {
+					if ev.Type == watch.Error {
+						expired = true
+						continue
+					}
+					if o, ok := ev.Object.(*unstructured.Unstructured); ok && o.GetResourceVersion() != "" {
+						rv = o.GetResourceVersion()
+					}
+					if ev.Type != watch.Bookmark {
+						changed()
 					}
 				}
 				w.Stop()
+				if expired {
+					if l, err := lister.List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+						rv = l.GetResourceVersion()
+						changed() // what happened meanwhile is unknown
+					}
+				}
 			}
-		}()
+		}(l.GetResourceVersion())
 	}
 	if started == 0 {
 		return fmt.Errorf("--watch: you may not watch any lifecycle-managed kind here")
+	}
+	if err := redraw(); err != nil {
+		return err
+	}
+	var tick <-chan time.Time
+	if refresh > 0 {
+		t := time.NewTicker(refresh)
+		defer t.Stop()
+		tick = t.C
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-tick:
 		case <-changes:
-			time.Sleep(200 * time.Millisecond) // coalesce a burst into one redraw
+			select { // coalesce a burst into one redraw
+			case <-ctx.Done():
+				return nil
+			case <-time.After(200 * time.Millisecond):
+			}
 			select {
 			case <-changes:
 			default:
 			}
-			if err := redraw(); err != nil {
-				return err
-			}
+		}
+		if err := redraw(); err != nil {
+			return err
 		}
 	}
 }

@@ -72,22 +72,18 @@ func (u *user) listPage(ctx context.Context, k *kindInfo, namespace string, limi
 	return &p, u.getJSON(ctx, path, q, k.GVR.GroupResource(), "", &p)
 }
 
-// listRows reads every object of a kind in namespace ("" all) in chunks, as rows.
-func (u *user) listRows(ctx context.Context, k *kindInfo, namespace string) ([]row, error) {
-	var rows []row
-	cont := ""
-	for {
-		p, err := u.listPage(ctx, k, namespace, 2000, cont)
-		if err != nil {
-			return nil, err
-		}
-		for i := range p.Items {
-			rows = append(rows, rowOfItem(&p.Items[i]))
-		}
-		if cont = p.Metadata.Continue; cont == "" {
-			return rows, nil
+// objects is one page of a kind's objects in namespace ("" all), filtered and sorted by the
+// server (the ops API's objects resource: it reads its informer copies after authorizing a
+// list of the kind there as the user).
+func (u *user) objects(ctx context.Context, k *kindInfo, namespace string, q listQuery) (*opsapi.ObjectList, error) {
+	p := url.Values{"kind": {k.Kind}, "limit": {strconv.Itoa(q.Size)}, "offset": {strconv.Itoa(q.Page * q.Size)}}
+	for key, v := range map[string]string{"phase": q.Phase, "q": q.Text, "sort": q.Sort} {
+		if v != "" {
+			p.Set(key, v)
 		}
 	}
+	var l opsapi.ObjectList
+	return &l, u.ops(ctx, namespace, opsapi.ResourceObjects, "", p, &l)
 }
 
 // ops reads one of the ops API's virtual resources (internal/ctl/opsapi) as the user.

@@ -65,6 +65,8 @@
 //
 // A kind list in name order without a filter pages through the API with limit and continue
 // tokens (a page of 50 costs the same at 10 or 10,000 objects); filtered or otherwise sorted,
-// the dashboard reads the kind in chunks of 1,000 and filters, sorts and pages it on the
-// server (selectRows). The browser never holds more than one page.
+// it asks the ops API's objects resource for the page: kube server filters, sorts and pages
+// its lifecycle informer copies of the kind in memory (internal/ctl/listing) after
+// authorizing a list of that kind in that scope as the user, so only one page crosses the
+// API. The browser never holds more than one page.
 package dashboard

@@ -4,77 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
-
-func names(rows []row) string {
-	s := ""
-	for i, r := range rows {
-		if i > 0 {
-			s += ","
-		}
-		s += r.Name
-	}
-	return s
-}
-
-func TestSelectRows(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	base := []row{
-		{Name: "c", Phase: "Active", Ready: "True", Created: t0.Add(2 * time.Minute)},
-		{Name: "a", Phase: "Failed", Ready: "False", Reason: "SecretTaken", Message: "secret exists", Created: t0.Add(3 * time.Minute)},
-		{Name: "b", Phase: "Active", Ready: "True", Created: t0},
-		{Name: "d", Phase: "Pending", Ready: "False", Reason: "DependenciesNotReady", Created: t0.Add(time.Minute)},
-	}
-	tests := []struct {
-		q     listQuery
-		want  string
-		total int
-	}{
-		{listQuery{}, "a,b,c,d", 4},
-		{listQuery{Sort: "-name"}, "d,c,b,a", 4},
-		{listQuery{Sort: "age"}, "b,d,c,a", 4},
-		{listQuery{Sort: "-age"}, "a,c,d,b", 4},
-		{listQuery{Sort: "phase"}, "b,c,a,d", 4},
-		{listQuery{Phase: "active"}, "b,c", 2},
-		{listQuery{Text: "TAKEN"}, "a", 1},
-		{listQuery{Size: 3}, "a,b,c", 4},
-		{listQuery{Size: 3, Page: 1}, "d", 4},
-		{listQuery{Size: 3, Page: 2}, "", 4},
-		{listQuery{Phase: "Active", Sort: "-age", Size: 1}, "c", 2},
-	}
-	for _, tt := range tests {
-		rows := append([]row(nil), base...)
-		got, total := selectRows(rows, tt.q)
-		if names(got) != tt.want || total != tt.total {
-			t.Errorf("%+v: got %s (%d), want %s (%d)", tt.q, names(got), total, tt.want, tt.total)
-		}
-	}
-}
-
-func TestSummarize(t *testing.T) {
-	c := func(typ, status, reason string) metav1.Condition {
-		return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason}
-	}
-	tests := []struct {
-		conds []metav1.Condition
-		want  string
-	}{
-		{nil, "//"},
-		{[]metav1.Condition{c("Ready", "True", "Provisioned")}, "True/Provisioned/"},
-		{[]metav1.Condition{c("Ready", "False", "DependenciesNotReady"), c("Reconciling", "True", "Waiting")}, "False/Waiting/"},
-		{[]metav1.Condition{c("Reconciling", "True", "Waiting"), c("Stalled", "True", "Conflict"), c("Ready", "False", "X")}, "False/Conflict/"},
-	}
-	for _, tt := range tests {
-		r, re, m := summarize(tt.conds)
-		if got := r + "/" + re + "/" + m; got != tt.want {
-			t.Errorf("%v: got %s, want %s", tt.conds, got, tt.want)
-		}
-	}
-}
 
 func TestRowOfItem(t *testing.T) {
 	var p listPage

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"kubeos.dev/kube/internal/ctl"
+	"kubeos.dev/kube/internal/ctl/listing"
 	"kubeos.dev/kube/internal/ctl/opsapi"
 )
 
@@ -160,6 +161,9 @@ func healthRowOf(k opsapi.KindHealth, ns string) healthRow {
 
 // --- kind list ---
 
+// maxPage bounds ?page (its offset must stay an int).
+const maxPage = 1 << 20
+
 // phaseOptions are the lifecycle phases (pkg/lifecycle) a list can be filtered by.
 var phaseOptions = []string{"Pending", "Reconciling", "Active", "Failed", "Deleting"}
 
@@ -232,14 +236,14 @@ func (d *Dashboard) kindPage(w http.ResponseWriter, r *http.Request) {
 		ns = ""
 	}
 	lq := listQuery{Phase: q.Get("phase"), Text: q.Get("q"), Sort: q.Get("sort"), Size: d.o.PageSize}
-	if lq.Sort != "" && !validSort(lq.Sort) {
-		d.fail(w, r, u, http.StatusBadRequest, "Bad request", fmt.Sprintf("sort %q: want one of %s, optionally with a leading -", lq.Sort, strings.Join(sortKeys, ", ")))
+	if !listing.ValidSort(lq.Sort) {
+		d.fail(w, r, u, http.StatusBadRequest, "Bad request", fmt.Sprintf("sort %q: want one of %s, optionally with a leading -", lq.Sort, strings.Join(listing.SortKeys, ", ")))
 		return
 	}
 	if v := q.Get("page"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			d.fail(w, r, u, http.StatusBadRequest, "Bad request", fmt.Sprintf("page %q: want a non-negative integer", v))
+		if err != nil || n < 0 || n > maxPage {
+			d.fail(w, r, u, http.StatusBadRequest, "Bad request", fmt.Sprintf("page %q: want an integer from 0 to %d", v, maxPage))
 			return
 		}
 		lq.Page = n
@@ -269,7 +273,7 @@ func (d *Dashboard) kindPage(w http.ResponseWriter, r *http.Request) {
 		}
 		return s
 	}
-	for _, s := range sortKeys {
+	for _, s := range listing.SortKeys {
 		cur := strings.TrimPrefix(lq.Sort, "-")
 		if cur == "" {
 			cur = "name"
@@ -282,7 +286,7 @@ func (d *Dashboard) kindPage(w http.ResponseWriter, r *http.Request) {
 		data.Sorts = append(data.Sorts, sortLink{Key: s, Label: s, Link: link(v), Active: cur == s})
 	}
 	var rows []row
-	if lq.simple() {
+	if lq.Simple() {
 		// The API's order is the name's: page through it with continue tokens.
 		data.SimplePaging = true
 		l, err := u.listPage(ctx, k, ns, lq.Size, q.Get("continue"))
@@ -303,17 +307,19 @@ func (d *Dashboard) kindPage(w http.ResponseWriter, r *http.Request) {
 			data.First = link(nil)
 		}
 	} else {
-		// Filtered or sorted otherwise: read the kind in chunks, keep what matches.
-		all, err := u.listRows(ctx, k, ns)
+		// Filtered or sorted otherwise: the server filters, sorts and pages its informer
+		// copies (after authorizing a list of the kind here as the user); one page travels.
+		l, err := u.objects(ctx, k, ns, lq)
 		if err != nil {
 			d.apiError(w, r, u, err)
 			return
 		}
-		var total int
-		rows, total = selectRows(all, lq)
-		data.Matched = total
+		for i := range l.Items {
+			rows = append(rows, rowOfObject(&l.Items[i]))
+		}
+		data.Matched = l.Matched
 		data.From, data.To = lq.Page*lq.Size+1, lq.Page*lq.Size+len(rows)
-		if data.To < total {
+		if data.To < l.Matched {
 			data.Next = link(url.Values{"page": {strconv.Itoa(lq.Page + 1)}})
 		}
 		if lq.Page > 0 {

@@ -115,6 +115,9 @@ type lifecycleState struct {
 	// tracking is closed once the CRDs are served and the graph is tracked: the engine's
 	// controllers wait for it.
 	tracking chan struct{}
+	// reader is the synced informer cache of the lifecycle kinds (set before tracking is
+	// closed; the ops API's objects pages read it).
+	reader client.Reader
 }
 
 var setControllerRuntimeLogger sync.Once
@@ -248,6 +251,7 @@ func (s *Server) startLifecycle(ctx context.Context, wg *sync.WaitGroup) error {
 	lc.admission.SetReader(c)
 	lc.authz.SetReader(c)
 	lc.servers.SetReader(c)
+	lc.reader = c
 	lc.cache.Set(c)
 	close(lc.tracking)
 	return nil

@@ -18,6 +18,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"kubeos.dev/kube/internal/apiserver/discovery"
 	"kubeos.dev/kube/internal/apiserver/filters"
 	"kubeos.dev/kube/internal/apiserver/request"
 	restapi "kubeos.dev/kube/internal/apiserver/rest"
@@ -36,7 +37,50 @@ const OpsViewRole = "kubeos:ops-view"
 // audit query and the lifecycle health aggregates. Every request passes the filter chain
 // (authentication, flow control, authorization, audit) like any other.
 func (s *Server) opsHandlers(mux *http.ServeMux) {
+	mux.Handle("/apis/"+opsapi.Group, http.HandlerFunc(s.serveOps))
 	mux.Handle("/apis/"+opsapi.Group+"/", http.HandlerFunc(s.serveOps))
+}
+
+// opsResources are the ops API's resources as discovery lists them: each is served in a
+// namespace and across all of them, read-only.
+var opsResources = []metav1.APIResource{
+	{Name: opsapi.ResourceHealths, SingularName: "health", Namespaced: true, Kind: "Health", Verbs: metav1.Verbs{"list"}},
+	{Name: opsapi.ResourceGraphs, SingularName: "graph", Namespaced: true, Kind: "Graph", Verbs: metav1.Verbs{"get"}},
+	{Name: opsapi.ResourceAuditEvents, SingularName: "auditevent", Namespaced: true, Kind: "AuditEvent", Verbs: metav1.Verbs{"list"}},
+	{Name: opsapi.ResourceObjects, SingularName: "object", Namespaced: true, Kind: "ObjectRow", Verbs: metav1.Verbs{"list"}},
+}
+
+// opsDiscovery lists the ops API in discovery (legacy and aggregated) after the extension
+// API servers' groups: it is served by serveOps, not by the type registry.
+type opsDiscovery struct{ discovery.Remote }
+
+func (o opsDiscovery) Available() []discovery.RemoteVersion {
+	return append(o.Remote.Available(), discovery.RemoteVersion{
+		GroupVersion: schema.GroupVersion{Group: opsapi.Group, Version: opsapi.Version}, Resources: opsResources})
+}
+
+// serveOpsDiscovery answers GET /apis/ops.kubeos.dev and /apis/ops.kubeos.dev/v1alpha1.
+func serveOpsDiscovery(w http.ResponseWriter, r *http.Request) bool {
+	gv := opsapi.Group + "/" + opsapi.Version
+	var out any
+	switch strings.TrimSuffix(r.URL.Path, "/") {
+	case "/apis/" + opsapi.Group:
+		v := metav1.GroupVersionForDiscovery{GroupVersion: gv, Version: opsapi.Version}
+		out = &metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}, Name: opsapi.Group,
+			Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v}
+	case "/apis/" + gv:
+		out = &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv,
+			APIResources: opsResources}
+	default:
+		return false
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		restapi.WriteStatus(w, apierrors.NewMethodNotSupported(schema.GroupResource{Group: opsapi.Group}, strings.ToLower(r.Method)))
+		return true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+	return true
 }
 
 // ensureOpsRole creates or updates OpsViewRole.
@@ -53,7 +97,7 @@ func (s *Server) ensureOpsRole(ctx context.Context) error {
 		"rbac.authorization.k8s.io/aggregate-to-view": "true", "rbac.authorization.k8s.io/aggregate-to-edit": "true",
 		"rbac.authorization.k8s.io/aggregate-to-admin": "true"}},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{opsapi.Group},
-			Resources: []string{opsapi.ResourceHealths, opsapi.ResourceGraphs, opsapi.ResourceAuditEvents}, Verbs: []string{"get", "list"}}}}
+			Resources: []string{opsapi.ResourceHealths, opsapi.ResourceGraphs, opsapi.ResourceAuditEvents, opsapi.ResourceObjects}, Verbs: []string{"get", "list"}}}}
 	return ensureClusterRole(ctx, c, want, 200*time.Millisecond)
 }
 
@@ -83,6 +127,9 @@ func opsKinds() map[string]opsKind {
 func (s *Server) serveOps(w http.ResponseWriter, r *http.Request) {
 	info, _ := request.InfoFrom(r.Context())
 	u, _ := request.UserFrom(r.Context())
+	if info != nil && !info.IsResourceRequest && serveOpsDiscovery(w, r) {
+		return
+	}
 	if info == nil || u == nil || !info.IsResourceRequest || info.APIVersion != opsapi.Version {
 		restapi.WriteStatus(w, notFound(r.URL.Path))
 		return
@@ -103,6 +150,8 @@ func (s *Server) serveOps(w http.ResponseWriter, r *http.Request) {
 		out, err = s.opsGraph(a, info.Namespace, info.Name, r.URL.Query())
 	case info.Resource == opsapi.ResourceAuditEvents && info.Name == "" && info.Subresource == "":
 		out, err = s.opsAudit(a, info.Namespace, r.URL.Query())
+	case info.Resource == opsapi.ResourceObjects && info.Name == "" && info.Subresource == "":
+		out, err = s.opsObjects(r.Context(), a, info.Namespace, r.URL.Query())
 	default:
 		err = notFound(r.URL.Path)
 	}

@@ -281,7 +281,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	disc.SetRemote(agg)
+	disc.SetRemote(opsDiscovery{agg}) // the ops API (ops.go) is listed after the extension servers' groups
 	oapi := openapi.New(s.Registry)
 	health := &health{client: s.client, ready: s.ready, bus: s.lifecycle.bus.Healthy}
 

@@ -9,11 +9,16 @@
 //	GET .../graphs/NAME?kind=K                  dependency walk from a cluster-scoped object
 //	GET .../namespaces/NS/graphs/NAME?kind=K    ... from a namespaced one
 //	GET .../auditevents, .../namespaces/NS/auditevents
+//	GET .../objects?kind=K, .../namespaces/NS/objects?kind=K
+//	                                            one page of a kind's objects, filtered and
+//	                                            sorted by the server (phase, q, sort, limit,
+//	                                            offset; internal/ctl/listing)
 //
 // The filter chain authorizes the virtual resource (list healths, get graphs, list
 // auditevents in NS, granted to view by the kubeos:ops-view ClusterRole); the handler then
 // shows only what the user may read: a kind's aggregates need list on that kind in the scope,
-// a graph node get on that object, an audit entry get on its object. What is withheld is
+// a graph node get on that object, an audit entry get on its object, a page of objects list on
+// that kind in the scope (exactly the right a list of the kind itself needs). What is withheld is
 // counted in Hidden, never named.
 package opsapi
 
@@ -29,6 +34,7 @@ const (
 	ResourceHealths       = "healths"
 	ResourceGraphs        = "graphs"
 	ResourceAuditEvents   = "auditevents"
+	ResourceObjects       = "objects"
 	DirectionDependencies = "dependencies"
 	DirectionDependents   = "dependents"
 )
@@ -126,8 +132,39 @@ type Node struct {
 type AuditList struct {
 	metav1.TypeMeta `json:",inline"`
 	Items           []auditv1.Event `json:"items"`
-	// Hidden counts matching entries about objects the user may not read.
+	// Hidden counts matching entries about objects the user may not read, among those the
+	// search read (it reads the log from its end and stops past the limit or since).
 	Hidden int `json:"hidden,omitempty"`
 	// Truncated is set when more entries matched than the limit.
 	Truncated bool `json:"truncated,omitempty"`
+}
+
+// ObjectList is one page of a lifecycle-managed kind's objects in a namespace or all, filtered
+// and ordered by the server from its informer copies (internal/ctl/listing decides).
+type ObjectList struct {
+	metav1.TypeMeta `json:",inline"`
+	// ObjectKind is the kind listed (Kind is the list's own, ObjectList).
+	ObjectKind string `json:"objectKind"`
+	Namespace  string `json:"namespace,omitempty"`
+	// Matched is how many objects passed the filter; Items are the page of them from Offset.
+	Matched int         `json:"matched"`
+	Offset  int         `json:"offset"`
+	Items   []ObjectRow `json:"items"`
+}
+
+// ObjectRow is what a list shows of one object.
+type ObjectRow struct {
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Phase is status.phase as kube ctl reads it: Pending when never written, Deleting once
+	// the object is being deleted.
+	Phase string `json:"phase"`
+	// Ready is the Ready condition's status; Reason and Message the first abnormal
+	// condition's (Stalled or Reconciling True), else Ready's.
+	Ready             string             `json:"ready,omitempty"`
+	Reason            string             `json:"reason,omitempty"`
+	Message           string             `json:"message,omitempty"`
+	Conditions        []metav1.Condition `json:"conditions,omitempty"`
+	CreationTimestamp metav1.Time        `json:"creationTimestamp"`
+	Deleting          bool               `json:"deleting,omitempty"`
 }
