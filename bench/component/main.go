@@ -55,7 +55,12 @@ func main() {
 	timeout := flag.Duration("timeout", 15*time.Minute, "per run")
 	flag.BoolVar(&withApps, "applications", true, "create one Application object per application (engine mode)")
 	flag.StringVar(&profile, "cpuprofile", "", "write a CPU profile per mode to <this>-<mode>-<round>.pprof")
+	flag.StringVar(&only, "only", "", "run one mode only: engine or bare (profiling; no ratio)")
 	flag.Parse()
+	if only != "" && only != "engine" && only != "bare" {
+		fmt.Fprintf(os.Stderr, "component bench: -only %q: want engine or bare\n", only)
+		os.Exit(2)
+	}
 	if err := run(*apps, *comps, *nodes, *clients, *rounds, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "component bench:", err)
 		os.Exit(1)
@@ -65,6 +70,7 @@ func main() {
 var (
 	withApps bool
 	profile  string
+	only     string
 	metrics  interface {
 		Get() *rest.Request
 	}
@@ -207,6 +213,9 @@ func run(apps, comps, nodes, clients, rounds int, timeout time.Duration) error {
 			order = []string{"bare", "engine"}
 		}
 		for _, mode := range order {
+			if only != "" && mode != only {
+				continue
+			}
 			ns := fmt.Sprintf("bench-%s-%d", mode, r)
 			if err := namespace(ctx, c, ns); err != nil {
 				return err
