@@ -89,6 +89,11 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 			var cfg *rest.Config
 			if token != "" && rotate {
 				cfg, err = agent.RotatingConfig(ctx, o.DataDir, o.NodeName, log)
+				// The rotating transport holds the TLS settings: the API's callers are
+				// verified against the cluster CA given for the bootstrap.
+				if o.ClientCAFile == "" {
+					o.ClientCAFile = caFile
+				}
 			} else {
 				cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
 			}
