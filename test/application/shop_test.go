@@ -2,6 +2,7 @@ package application
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -406,21 +407,12 @@ func stepBroken(t *testing.T) {
 	mu.Lock()
 	t.Logf("  during the broken revision: %v; answers over time: %v", during, timeline)
 	// What the broken revision must not do is take traffic: no answer from it, no error of
-	// its own. A 503 "no ready endpoint" of the Service means the gateway saw no ready
-	// stable pod at all: locally at load 15–25 that lasted about a second twice during this
-	// step, while the ReplicaSet controller resynced the stable pods (not diagnosed
-	// further). It is tolerated in a few answers, and logged.
-	unready := 0
-	for k, n := range during {
-		if strings.HasPrefix(k, "HTTP 503 no ready endpoint of ") {
-			unready += n
-		}
-	}
-	bad := during["v2"] == 0 || during["v2"]+unready != during.total() || unready*50 > during.total()
+	// its own, and no moment without a ready stable pod (a 503 "no ready endpoint"). Such
+	// 503s came from the node agent: a pod's deletion (the canary's) dropped every pod's
+	// probe results, so each stable pod was unready until its next probe.
+	bad := during["v2"] == 0 || during["v2"] != during.total()
 	if bad {
-		t.Errorf("during the broken revision the gateway answered %v, want only v2 (and under 2 %% of 503s for no ready endpoint)", during)
-	} else if unready > 0 {
-		t.Logf("  %d of %d answers were 503s for no ready endpoint (the stable pods' readiness)", unready, during.total())
+		t.Errorf("during the broken revision the gateway answered %v, want only v2", during)
 	}
 	mu.Unlock()
 	// On a loaded machine the stable pods' readiness probes may fail for a while (seen at
@@ -447,14 +439,7 @@ func stepBroken(t *testing.T) {
 // stepDelete: deleting the Application removes Components, Routes and Releases, keeps the
 // Database (Retain) and says so.
 func stepDelete(t *testing.T) {
-	out, errOut, err := kubectl(t, "", "kube", "tree", "application/shop")
-	t.Logf("  kubectl kube tree application/shop:\n%s%s", out, errOut)
-	// The Release is drawn under its Component (it References it).
-	for _, w := range []string{"web", "orders", "sessions", "files", "Release"} {
-		if err != nil || !strings.Contains(out, w) {
-			t.Errorf("kubectl kube tree application/shop: %v, no %s in\n%s%s", err, w, out, errOut)
-		}
-	}
+	checkTree(t)
 	if out, errOut, err := kubectl(t, "", "delete", "application", "shop", "--wait=false"); err != nil {
 		t.Fatalf("kubectl delete application shop: %v\n%s%s", err, out, errOut)
 	}
@@ -494,6 +479,69 @@ func stepDelete(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("no Event of Application shop saying Database/orders is kept; events %q", seen)
+	})
+}
+
+// checkTree: `kubectl kube tree application/shop` draws Application → Component web →
+// Database, Cache, Volume, Route and Release, each with its phase. The Route and the
+// Release are drawn under web because they refer to it (lifecycle.References); the data
+// services and the Volume because web requires them.
+func checkTree(t *testing.T) {
+	out, errOut, err := kubectl(t, "", "kube", "tree", "application/shop")
+	t.Logf("  kubectl kube tree application/shop:\n%s%s", out, errOut)
+	if err != nil {
+		t.Errorf("kubectl kube tree application/shop: %v", err)
+		return
+	}
+	id := func(kind, name string) string { return kind + "/" + ns + "/" + name }
+	web := id("Component", "web")
+	want := map[string][]string{
+		id("Application", "shop"): {web},
+		web:                       {id("Database", "orders"), id("Cache", "sessions"), id("Volume", "files"), id("Route", "shop"), id("Release", "web")},
+	}
+	// Everything but the Release is Active again once the broken revision rolled back; the
+	// Release has a phase of its own.
+	active := []string{id("Application", "shop"), web, id("Database", "orders"), id("Cache", "sessions"), id("Volume", "files"), id("Route", "shop")}
+	eventually(t, time.Minute, func() error {
+		out, errOut, err := kubectl(t, "", "kube", "tree", "application/shop", "-o", "json")
+		if err != nil {
+			return fmt.Errorf("kubectl kube tree application/shop -o json: %v %s", err, errOut)
+		}
+		var g struct {
+			Root  string `json:"root"`
+			Nodes []struct {
+				ID    string   `json:"id"`
+				Phase string   `json:"phase"`
+				Edges []string `json:"edges"`
+			} `json:"nodes"`
+		}
+		if err := json.Unmarshal([]byte(out), &g); err != nil {
+			return fmt.Errorf("decode the tree: %v\n%s", err, out)
+		}
+		edges, phases := map[string][]string{}, map[string]string{}
+		for _, n := range g.Nodes {
+			edges[n.ID], phases[n.ID] = n.Edges, n.Phase
+		}
+		var errs []error
+		if g.Root != id("Application", "shop") {
+			errs = append(errs, fmt.Errorf("root %q", g.Root))
+		}
+		for parent, children := range want {
+			for _, c := range children {
+				if !slices.Contains(edges[parent], c) {
+					errs = append(errs, fmt.Errorf("%s not drawn under %s (its edges %v)", c, parent, edges[parent]))
+				}
+				if phases[c] == "" {
+					errs = append(errs, fmt.Errorf("%s has no phase", c))
+				}
+			}
+		}
+		for _, n := range active {
+			if phases[n] != string(lifecycle.PhaseActive) {
+				errs = append(errs, fmt.Errorf("%s is %q in the tree, want Active", n, phases[n]))
+			}
+		}
+		return errors.Join(errs...)
 	})
 }
 

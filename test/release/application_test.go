@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -156,8 +157,21 @@ spec:
 		})
 	}
 
-	// kube ctl tree: the Release is drawn under its Component (it References it), the
-	// Components under the Application (its members) and the Database under back.
+	// The Route waits for its backend before it first serves: front is held on the
+	// Database, so the Route is Reconciling and says so (it refers to front; the engine
+	// holds it only while front does not exist, the driver until front is first Active).
+	eventually(t, 30*time.Second, func() error {
+		r := get(t, &v1alpha1.Route{}, "store")
+		c := meta.FindStatusCondition(r.Status.Conditions, lifecycle.ConditionReconciling)
+		if r.Status.Phase == lifecycle.PhaseActive || c == nil || c.Reason != "BackendsNotActive" || !strings.Contains(c.Message, "Component front") {
+			return fmt.Errorf("route store: phase %s conditions %+v", r.Status.Phase, r.Status.Conditions)
+		}
+		return nil
+	})
+
+	// kube ctl tree: the Release and the Route are drawn under their Component (they
+	// reference it), the Components under the Application (its members) and the Database
+	// under back.
 	checkTree(t)
 
 	// Record, in etcd's order (resourceVersion), when each object's deletion is issued
@@ -221,7 +235,8 @@ spec:
 }
 
 // checkTree: `kubectl kube tree application/store` draws front and back under the
-// Application, the Release front under the Component front and the Database under back.
+// Application, the Release front and the Route store under the Component front and the
+// Database under back.
 func checkTree(t *testing.T) {
 	t.Helper()
 	out, errOut, err := kubectl(t, "", "kube", "tree", "application/store")
@@ -253,7 +268,7 @@ func checkTree(t *testing.T) {
 		}
 		return row{}
 	}
-	want := map[string]string{"Component/front": "Application/store", "Release/front": "Component/front",
+	want := map[string]string{"Component/front": "Application/store", "Release/front": "Component/front", "Route/store": "Component/front",
 		"Component/back": "Component/front", "Database/orders-db": "Component/back"}
 	got := map[[2]string]bool{}
 	for i, r := range rows {
