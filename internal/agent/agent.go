@@ -228,7 +228,6 @@ func (a *Agent) Run(outer context.Context) error {
 	var wg sync.WaitGroup
 	// ctx does not end with outer: cancel it before waiting for what runs under it.
 	defer func() { cancel(); wg.Wait() }()
-	defer cancel() // before wg.Wait (defers run last first): the goroutines end with ctx
 	for _, d := range []string{o.DataDir, filepath.Join(o.DataDir, "images"), filepath.Join(o.DataDir, "pki")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("agent: %w", err)
