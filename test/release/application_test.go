@@ -158,12 +158,12 @@ spec:
 	}
 
 	// The Route waits for its backend before it first serves: front is held on the
-	// Database, so the Route is Reconciling and says so (it refers to front; the engine
+	// Database (so it has no Service yet), and the Route is Reconciling and says so (it refers to front; the engine
 	// holds it only while front does not exist, the driver until front is first Active).
 	eventually(t, 30*time.Second, func() error {
 		r := get(t, &v1alpha1.Route{}, "store")
 		c := meta.FindStatusCondition(r.Status.Conditions, lifecycle.ConditionReconciling)
-		if r.Status.Phase == lifecycle.PhaseActive || c == nil || c.Reason != "BackendsNotActive" || !strings.Contains(c.Message, "Component front") {
+		if r.Status.Phase == lifecycle.PhaseActive || c == nil || (c.Reason != "BackendsNotActive" && c.Reason != "BackendNotFound") || !strings.Contains(c.Message, "front") {
 			return fmt.Errorf("route store: phase %s conditions %+v", r.Status.Phase, r.Status.Conditions)
 		}
 		return nil
