@@ -35,6 +35,9 @@ type AgentOptions struct {
 	AgentContainerdProxy string
 	// AgentImageDir holds image archives imported at start.
 	AgentImageDir string
+	// AgentEvictionHard are the in-process agent's hard eviction thresholds (--eviction-hard
+	// syntax; default InProcessEvictionHard).
+	AgentEvictionHard string
 	// AgentClusterDNS and AgentResolvConf make the pods' resolv.conf.
 	AgentClusterDNS []string
 	AgentResolvConf string
@@ -87,6 +90,10 @@ func (s *Server) startAgent(ctx context.Context, wg *sync.WaitGroup) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
+	evictionHard := o.AgentEvictionHard
+	if evictionHard == "" {
+		evictionHard = InProcessEvictionHard
+	}
 	a, err := agent.New(agent.Options{
 		NodeName: name, DataDir: dir, Config: cfg, Port: o.AgentPort, PodCIDR: o.AgentPodCIDR,
 		ClusterCIDR: s.opts.ClusterCIDR, Bridge: o.AgentBridge, NodeIP: o.AgentNodeIP,
@@ -94,8 +101,8 @@ func (s *Server) startAgent(ctx context.Context, wg *sync.WaitGroup) error {
 		ImageDir: o.AgentImageDir, ClusterDNS: o.AgentClusterDNS, ResolvConf: o.AgentResolvConf,
 		ServiceCIDR: strings.Split(s.opts.ServiceClusterIPRange, ",")[0],
 		Services:    o.AgentServices, DNS: o.AgentDNS, NetworkPolicy: o.AgentNetworkPolicy,
-		Gateway: o.AgentGateway,
-		Log:     s.opts.Log,
+		Gateway: o.AgentGateway, EvictionHard: evictionHard,
+		Log: s.opts.Log,
 	})
 	if err != nil {
 		return err
@@ -109,3 +116,10 @@ func (s *Server) startAgent(ctx context.Context, wg *sync.WaitGroup) error {
 	}()
 	return nil
 }
+
+// InProcessEvictionHard is the in-process agent's default eviction threshold: memory only.
+// That agent shares its disk with etcd and the control plane, where evicting pods frees
+// little and a nearly full disk (a laptop, a CI machine) would otherwise evict every pod
+// the user runs; kind's nodes turn disk eviction off for the same reason. `kube agent`
+// keeps the kubelet's defaults (eviction.DefaultHard); --agent-eviction-hard sets these.
+const InProcessEvictionHard = "memory.available<100Mi"
