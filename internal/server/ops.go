@@ -242,6 +242,24 @@ func (s *Server) opsHealth(a *opsAuthz, namespace, kindFilter string) (*opsapi.H
 	return list, nil
 }
 
+// queryValue is a query parameter's first value ("" when absent).
+func queryValue(q map[string][]string, k string) string {
+	if v := q[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// queryKind is the lifecycle-managed kind a ?kind= names, or a 400 saying it is none.
+func queryKind(want string) (opsKind, *apierrors.StatusError) {
+	for _, k := range opsKinds() {
+		if matchKind(want, k) {
+			return k, nil
+		}
+	}
+	return opsKind{}, apierrors.NewBadRequest(fmt.Sprintf("kind %q is not a lifecycle-managed kind", want))
+}
+
 func matchKind(want string, k opsKind) bool {
 	want = strings.TrimSuffix(strings.ToLower(want), "."+v1alpha1.Group)
 	return want == strings.ToLower(k.kind) || want == k.resource || want+"s" == k.resource
@@ -250,21 +268,10 @@ func matchKind(want string, k opsKind) bool {
 // opsGraph walks the dependency graph from one object: ?kind=K (required),
 // direction=dependencies|dependents, depth=N (0: no limit).
 func (s *Server) opsGraph(a *opsAuthz, namespace, name string, q map[string][]string) (*opsapi.Graph, *apierrors.StatusError) {
-	get := func(k string) string {
-		if v := q[k]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
-	}
-	var meta opsKind
-	found := false
-	for _, k := range opsKinds() {
-		if matchKind(get("kind"), k) {
-			meta, found = k, true
-		}
-	}
-	if !found {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("kind %q is not a lifecycle-managed kind", get("kind")))
+	get := func(k string) string { return queryValue(q, k) }
+	meta, serr := queryKind(get("kind"))
+	if serr != nil {
+		return nil, serr
 	}
 	if meta.namespaced != (namespace != "") {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is %s", meta.kind, map[bool]string{true: "namespaced", false: "cluster-scoped"}[meta.namespaced]))
@@ -377,12 +384,7 @@ func opsNode(e *lifecycle.Engine, ref lifecycle.Ref, resource string) opsapi.Nod
 // entry is shown when the user may get its object (its resource, in its namespace, by name);
 // entries about no object, or all of them, need list auditevents at the cluster scope.
 func (s *Server) opsAudit(a *opsAuthz, namespace string, q map[string][]string) (*opsapi.AuditList, *apierrors.StatusError) {
-	get := func(k string) string {
-		if v := q[k]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
-	}
+	get := func(k string) string { return queryValue(q, k) }
 	path := s.opts.AuditLogPath
 	if path == "" || path == "-" {
 		return nil, apierrors.NewServiceUnavailable("the audit log is not readable: kube server writes none (--audit-policy-file, --audit-log-path) or writes it to standard output")

@@ -28,21 +28,10 @@ const maxObjectsPage = 500
 // the kind in that scope needs, as the requesting user: what a page shows is what that list
 // would show.
 func (s *Server) opsObjects(ctx context.Context, a *opsAuthz, namespace string, q map[string][]string) (*opsapi.ObjectList, *apierrors.StatusError) {
-	get := func(k string) string {
-		if v := q[k]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
-	}
-	var meta opsKind
-	found := false
-	for _, k := range opsKinds() {
-		if matchKind(get("kind"), k) {
-			meta, found = k, true
-		}
-	}
-	if !found {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("kind %q is not a lifecycle-managed kind", get("kind")))
+	get := func(k string) string { return queryValue(q, k) }
+	meta, serr := queryKind(get("kind"))
+	if serr != nil {
+		return nil, serr
 	}
 	if namespace != "" && !meta.namespaced {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is cluster-scoped: list it without a namespace", meta.kind))
