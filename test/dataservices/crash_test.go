@@ -28,15 +28,16 @@ import (
 
 // crashServer is a `kube server` child process on dataDir (kill -9 and restart).
 type crashServer struct {
-	cmd *exec.Cmd
-	mu  sync.Mutex
-	out strings.Builder
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the process is waited for (its one Wait)
+	mu     sync.Mutex
+	out    strings.Builder
 }
 
 func startCrashServer(t *testing.T, bin, dataDir string, port int) *crashServer {
 	t.Helper()
 	s := &crashServer{cmd: exec.Command(bin, "server", "--data-dir", dataDir, "--secure-port", fmt.Sprint(port),
-		"--embedded-nats=false", "--embedded-s3=false")}
+		"--embedded-nats=false", "--embedded-s3=false"), exited: make(chan struct{})}
 	pr, pw := io.Pipe()
 	s.cmd.Stdout, s.cmd.Stderr = pw, pw
 	if err := s.cmd.Start(); err != nil {
@@ -50,7 +51,9 @@ func startCrashServer(t *testing.T, bin, dataDir string, port int) *crashServer 
 			s.mu.Unlock()
 		}
 	}()
-	go func() { _ = s.cmd.Wait(); pw.Close() }()
+	// The only Wait: a second one racing it can block for ever (both wait for the output
+	// copier's end, which only one receives; a local CI run hung 15 minutes there).
+	go func() { _ = s.cmd.Wait(); pw.Close(); close(s.exited) }()
 	t.Cleanup(func() { s.kill() })
 	return s
 }
@@ -152,7 +155,7 @@ func TestDatabasesConvergeAfterKill9(t *testing.T) {
 		before = k
 		return nil
 	})
-	_ = s.cmd.Wait()
+	<-s.exited
 	t.Logf("killed with %d of %d Active", before, n)
 	if before == n {
 		t.Fatalf("all %d were Active before the kill: nothing was in flight", n)
