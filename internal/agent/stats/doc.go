@@ -11,9 +11,13 @@
 // the sandbox's network namespace (/proc/<pid>/net/dev of its pause process). The node's
 // CPU, memory, processes and network come from /proc, its filesystems from statfs of the
 // agent's data directory (nodefs) and of the runtime's image filesystem (imagefs); logs and
-// local volumes are measured as du does (allocated blocks).
+// local volumes are measured as du does (allocated blocks). A persistentVolumeClaim volume
+// is reported with its pvcRef, its directory found in the runtime's mounts of the pod's
+// containers (claims.go).
 //
-// A [Provider] makes one [statsapi.Summary] per call; [NewResourceCollector] and
-// [NewCadvisorCollector] turn it into Prometheus metrics with the kubelet's names and
-// labels.
+// A [Provider] makes one [statsapi.Summary] per call; [NewResourceCollector],
+// [NewCadvisorCollector] and [NewVolumeCollector] turn it into Prometheus metrics with the
+// kubelet's names and labels, each a table of series (metrics.go: a row per series names
+// its desc, the level of the Summary it reads — node, pod, container, interface or claim
+// — its label values and its value).
 package stats

@@ -48,8 +48,9 @@ type Provider struct {
 	opts  Options
 	rates rates
 
-	mu   sync.Mutex
-	pids map[string]int // sandbox id → its pause process
+	mu     sync.Mutex
+	pids   map[string]int                 // sandbox id → its pause process
+	mounts map[string][]*runtimeapi.Mount // running container id → its mounts (claims.go)
 }
 
 // NewProvider makes a Provider.
@@ -60,7 +61,7 @@ func NewProvider(o Options) *Provider {
 	if o.Pods == nil {
 		o.Pods = func() []*corev1.Pod { return nil }
 	}
-	return &Provider{opts: o, rates: rates{last: map[string]sample{}}, pids: map[string]int{}}
+	return &Provider{opts: o, rates: rates{last: map[string]sample{}}, pids: map[string]int{}, mounts: map[string][]*runtimeapi.Mount{}}
 }
 
 // Summary measures the node and its running pods now. With cpuAndMemoryOnly it skips
@@ -254,7 +255,7 @@ func (p *Provider) podStats(ctx context.Context, now time.Time, cpuAndMemoryOnly
 			if pid := p.sandboxPid(ctx, sb.Id); pid > 0 {
 				ps.Network = host{proc: p.opts.ProcDir}.network(t, fmt.Sprintf("%d", pid))
 			}
-			ps.VolumeStats = p.volumeStats(pod, t)
+			ps.VolumeStats = append(p.volumeStats(pod, t), p.claimVolumes(ctx, pod, bySandbox[sb.Id], t)...)
 			for _, v := range ps.VolumeStats {
 				if ephemeralVolume(pod, v.Name) && v.UsedBytes != nil {
 					ephemeral += *v.UsedBytes
@@ -268,10 +269,19 @@ func (p *Provider) podStats(ctx context.Context, now time.Time, cpuAndMemoryOnly
 		}
 		out = append(out, ps)
 	}
+	running := map[string]bool{}
+	for _, c := range cs {
+		running[c.Id] = true
+	}
 	p.mu.Lock()
 	for id := range p.pids {
 		if !live[id] {
 			delete(p.pids, id)
+		}
+	}
+	for id := range p.mounts {
+		if !running[id] {
+			delete(p.mounts, id)
 		}
 	}
 	p.mu.Unlock()
@@ -279,7 +289,7 @@ func (p *Provider) podStats(ctx context.Context, now time.Time, cpuAndMemoryOnly
 }
 
 // volumeStats measures the pod's volumes that live in its directory (emptyDir on disk,
-// configMap, secret, downwardAPI, projected).
+// configMap, secret, downwardAPI, projected); claimVolumes its persistentVolumeClaims.
 func (p *Provider) volumeStats(pod *corev1.Pod, t metav1.Time) []statsapi.VolumeStats {
 	if pod == nil {
 		return nil
