@@ -15,12 +15,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/proxy"
@@ -49,7 +46,7 @@ type Options struct {
 	CertDir string
 	// Hosts are the names and addresses the serving certificate names.
 	Hosts []string
-	// Client makes SubjectAccessReviews.
+	// Client makes TokenReviews and SubjectAccessReviews (auth.go); required.
 	Client kubernetes.Interface
 	Pods   Pods
 	// Runtime is the CRI runtime (streaming, sandboxes, log checks).
@@ -70,19 +67,15 @@ type Options struct {
 type Server struct {
 	opts Options
 	ln   net.Listener
-
-	mu    sync.Mutex
-	cache map[string]decision
-}
-
-type decision struct {
-	allowed bool
-	reason  string
-	at      time.Time
+	auth *auth
 }
 
 // Listen opens the listener; Serve serves on it.
 func Listen(o Options) (*Server, error) {
+	a, err := newAuth(o.NodeName, o.ClientCA, o.Client)
+	if err != nil {
+		return nil, err
+	}
 	cert, err := servingCert(o.CertDir, o.Hosts)
 	if err != nil {
 		return nil, err
@@ -93,12 +86,14 @@ func Listen(o Options) (*Server, error) {
 	}
 	tlsLn := tls.NewListener(ln, &tls.Config{
 		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.VerifyClientCertIfGiven,
-		ClientCAs:    o.ClientCA,
-		MinVersion:   tls.VersionTLS12,
-		NextProtos:   []string{"http/1.1"},
+		// As the kubelet: a certificate is verified by the authenticator (a bad one is a
+		// 401, not a failed handshake), and a caller may send a bearer token instead.
+		ClientAuth: tls.RequestClientCert,
+		ClientCAs:  o.ClientCA,
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"http/1.1"},
 	})
-	return &Server{opts: o, ln: tlsLn, cache: map[string]decision{}}, nil
+	return &Server{opts: o, ln: tlsLn, auth: a}, nil
 }
 
 // Port is the port listened on.
@@ -121,7 +116,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	for path, h := range s.opts.Debug {
 		mux.Handle("GET "+path, h)
 	}
-	srv := &http.Server{Handler: s.authenticated(mux), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: s.auth.filter(mux), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelDebug)}
 	go func() {
 		<-ctx.Done()
@@ -132,84 +127,6 @@ func (s *Server) Serve(ctx context.Context) error {
 		return nil
 	}
 	return err
-}
-
-// subresource is the kubelet's mapping of a path to a nodes subresource. Pure.
-func subresource(path string) string {
-	switch {
-	case path == "/stats" || strings.HasPrefix(path, "/stats/"):
-		return "stats"
-	case path == "/metrics" || strings.HasPrefix(path, "/metrics/"):
-		return "metrics"
-	case path == "/logs" || strings.HasPrefix(path, "/logs/"):
-		return "log"
-	case path == "/healthz":
-		return "healthz"
-	}
-	return "proxy"
-}
-
-// verb is the kubelet's mapping of a method to a verb. Pure.
-func verb(method string) string {
-	switch method {
-	case http.MethodPost:
-		return "create"
-	case http.MethodPut:
-		return "update"
-	case http.MethodPatch:
-		return "patch"
-	case http.MethodDelete:
-		return "delete"
-	}
-	return "get"
-}
-
-func (s *Server) authenticated(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
-			return
-		}
-		cert := r.TLS.VerifiedChains[0][0]
-		user, groups := cert.Subject.CommonName, cert.Subject.Organization
-		sub, v := subresource(r.URL.Path), verb(r.Method)
-		ok, reason, err := s.authorize(r.Context(), user, groups, v, sub)
-		if err != nil {
-			http.Error(w, "authorization: "+err.Error(), http.StatusInternalServerError)
-			return
-		}
-		if !ok {
-			http.Error(w, fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=nodes, subresource=%s): %s", user, v, sub, reason), http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (s *Server) authorize(ctx context.Context, user string, groups []string, verb, sub string) (bool, string, error) {
-	key := fmt.Sprint(user, groups, verb, sub)
-	s.mu.Lock()
-	d, ok := s.cache[key]
-	s.mu.Unlock()
-	if ok && time.Since(d.at) < time.Minute {
-		return d.allowed, d.reason, nil
-	}
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: user, Groups: groups,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "nodes", Subresource: sub, Name: s.opts.NodeName},
-	}}
-	out, err := s.opts.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
-	if err != nil {
-		return false, "", err
-	}
-	s.mu.Lock()
-	s.cache[key] = decision{allowed: out.Status.Allowed, reason: out.Status.Reason, at: time.Now()}
-	s.mu.Unlock()
-	return out.Status.Allowed, out.Status.Reason, nil
 }
 
 func (s *Server) pods(w http.ResponseWriter, r *http.Request) {

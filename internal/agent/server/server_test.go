@@ -2,8 +2,11 @@ package server
 
 import (
 	"net/url"
+	"slices"
 	"testing"
 	"time"
+
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
 func TestLogOptions(t *testing.T) {
@@ -25,15 +28,51 @@ func TestLogOptions(t *testing.T) {
 	}
 }
 
-func TestSubresourceAndVerb(t *testing.T) {
-	for path, want := range map[string]string{"/containerLogs/a/b/c": "proxy", "/exec/a/b/c": "proxy", "/stats/summary": "stats", "/metrics": "metrics", "/metrics/cadvisor": "metrics", "/logs/": "log", "/pods": "proxy"} {
-		if got := subresource(path); got != want {
-			t.Errorf("%s: %s, want %s", path, got, want)
+// TestAttributes: the kubelet's mapping of a request to nodes subresources and a verb
+// (pkg/kubelet/server/auth_test.go's cases with fine-grained authorization).
+func TestAttributes(t *testing.T) {
+	u := &user.DefaultInfo{Name: "metrics-server", Groups: []string{"system:serviceaccounts"}}
+	for _, c := range []struct {
+		method, path, verb string
+		subresources       []string
+	}{
+		{"GET", "/containerLogs/a/b/c", "get", []string{"proxy"}},
+		{"POST", "/exec/a/b/c", "create", []string{"proxy"}},
+		{"GET", "/stats/summary", "get", []string{"stats"}},
+		{"GET", "/stats", "get", []string{"stats"}},
+		{"GET", "/statsx", "get", []string{"proxy"}},
+		{"GET", "/metrics", "get", []string{"metrics"}},
+		{"GET", "/metrics/cadvisor", "get", []string{"metrics"}},
+		{"GET", "/metrics/resource", "get", []string{"metrics"}},
+		{"GET", "/logs/", "get", []string{"log"}},
+		{"GET", "/logs/messages", "get", []string{"log"}},
+		{"GET", "/pods", "get", []string{"pods", "proxy"}},
+		{"GET", "/pods/", "get", []string{"pods", "proxy"}},
+		{"GET", "/runningpods/", "get", []string{"pods", "proxy"}},
+		{"GET", "/allocatedPods", "get", []string{"pods", "proxy"}},
+		{"GET", "/healthz", "get", []string{"healthz", "proxy"}},
+		{"GET", "/healthz/services", "get", []string{"healthz", "proxy"}},
+		{"GET", "/configz", "get", []string{"configz", "proxy"}},
+		{"GET", "/flagz", "get", []string{"configz"}},
+		{"GET", "/statusz", "get", []string{"statusz"}},
+		{"POST", "/checkpoint/a/b/c", "create", []string{"checkpoint"}},
+		{"PUT", "/volumes/pv1/archive", "update", []string{"proxy"}},
+		{"PATCH", "/x", "patch", []string{"proxy"}},
+		{"DELETE", "/volumes/pv1", "delete", []string{"proxy"}},
+		{"HEAD", "/stats/summary", "", []string{"stats"}},
+		{"GET", "/debug/services", "get", []string{"proxy"}},
+	} {
+		attrs := Attributes("n1", u, c.method, c.path)
+		var subs []string
+		for _, a := range attrs {
+			subs = append(subs, a.GetSubresource())
+			if a.GetVerb() != c.verb || a.GetResource() != "nodes" || a.GetName() != "n1" || a.GetAPIVersion() != "v1" || a.GetAPIGroup() != "" ||
+				!a.IsResourceRequest() || a.GetPath() != c.path || a.GetUser().GetName() != "metrics-server" {
+				t.Errorf("%s %s: %+v", c.method, c.path, a)
+			}
 		}
-	}
-	for m, want := range map[string]string{"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete", "HEAD": "get"} {
-		if got := verb(m); got != want {
-			t.Errorf("%s: %s, want %s", m, got, want)
+		if !slices.Equal(subs, c.subresources) {
+			t.Errorf("%s %s: subresources %v, want %v", c.method, c.path, subs, c.subresources)
 		}
 	}
 }

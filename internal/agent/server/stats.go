@@ -21,10 +21,20 @@ type Stats interface {
 // statsRoutes are the kubelet's monitoring endpoints: /stats/summary (the statsapi
 // Summary; only_cpu_and_memory=true for the cheap part), /metrics/resource (the resource
 // metrics metrics-server scrapes), /metrics/cadvisor (cAdvisor-shaped container series)
-// and /metrics (the agent's own). Authorised as nodes/stats and nodes/metrics.
+// and /metrics (the agent's own, and the kubelet's kubelet_volume_stats_* of the claims its
+// pods mount). Authorised as nodes/stats and nodes/metrics.
 func (s *Server) statsRoutes(mux *http.ServeMux) {
+	var metrics prometheus.Gatherers
 	if s.opts.Metrics != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Metrics, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+		metrics = append(metrics, s.opts.Metrics)
+	}
+	if s.opts.Stats != nil {
+		volumes := prometheus.NewRegistry()
+		volumes.MustRegister(stats.NewVolumeCollector(s.opts.Stats.Summary))
+		metrics = append(metrics, volumes)
+	}
+	if len(metrics) > 0 {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	}
 	if s.opts.Stats == nil {
 		return
