@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/internal/server/servertest/kubeproc"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,7 +94,7 @@ type server struct {
 func TestHighAvailability(t *testing.T) {
 	begin := time.Now()
 	dir := t.TempDir()
-	bin := servertest.BuildKube(t, dir)
+	bin := kubeproc.BuildKube(t, dir)
 	t.Logf("built in %s", time.Since(begin).Round(time.Millisecond))
 
 	// Three etcd members.
@@ -286,4 +286,4 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-type lockedBuffer = servertest.Buffer
+type lockedBuffer = kubeproc.Buffer

@@ -31,12 +31,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"kubeos.dev/kube/internal/localuser"
-	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/internal/server/servertest/kubeproc"
 )
 
 func TestServerListensOnlyOnItsPort(t *testing.T) {
 	dir := t.TempDir()
-	bin := servertest.BuildKube(t, dir)
+	bin := kubeproc.BuildKube(t, dir)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestServerListensOnlyOnItsPort(t *testing.T) {
 	l.Close()
 
 	data := filepath.Join(dir, "data")
-	var out servertest.Buffer
+	var out kubeproc.Buffer
 	cmd := exec.Command(bin, "server", "--data-dir", data, "--secure-port", strconv.Itoa(port))
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -2,6 +2,9 @@
 // temporary directory, a free port, the admin kubeconfig — through exactly the path
 // `kube server` takes (Options → Complete → Validate → New → Run). Share one per test
 // package (start it in TestMain) so the suite does not start dozens of etcds.
+//
+// Tests that only run kube or kubectl as processes import servertest/kubeproc instead, whose
+// helpers this package re-exports (process.go): it does not link the server.
 package servertest
 
 import (
@@ -10,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 	"time"
 
@@ -127,9 +129,6 @@ func (ts *Server) Config() (*rest.Config, error) {
 
 // Inner is the server itself, for tests that need its registry or store.
 func (ts *Server) Inner() *server.Server { return ts.s }
-
-// TempDir makes a directory for a server outside of any single test's lifetime (TestMain).
-func TempDir() (string, error) { return os.MkdirTemp("", "kube-test-") }
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,4 +1,4 @@
-package servertest
+package kubeproc
 
 import (
 	"bytes"
@@ -129,3 +129,6 @@ var kubeBinary = sync.OnceValues(func() (string, error) {
 
 // KubeBinary is BuildKube for code without a testing.TB (TestMain).
 func KubeBinary() (string, error) { return kubeBinary() }
+
+// TempDir makes a directory for a server outside of any single test's lifetime (TestMain).
+func TempDir() (string, error) { return os.MkdirTemp("", "kube-test-") }
