@@ -17,7 +17,10 @@
 //     header matches; then more query parameter matches; then the oldest Route, then
 //     namespace/name alphabetically; then the rule's and the match's order in the Route.
 //   - [Gateway] serves HTTP and HTTPS (SNI picks a certificate from the Secret of the
-//     Route's Certificate) with net/http/httputil's ReverseProxy: filters
+//     Route's Certificate) with its own proxy core on net/http's Transport (forward: what
+//     httputil.ReverseProxy does to an exchange — hop-by-hop headers, X-Forwarded-*, 1xx,
+//     trailers, streaming flushes — without its per-request clones; protocol upgrades go
+//     through httputil.ReverseProxy): filters
 //     (RequestHeaderModifier, URLRewrite, RequestRedirect, ResponseHeaderModifier), a
 //     per-rule request timeout (504), retries on connection failure to another endpoint,
 //     a backend chosen per request by weight. A Release's canary weight splits a backend
@@ -30,9 +33,10 @@
 //     at once, a burst of changes (EndpointSlice churn) coalesced into one compilation per
 //     Options.BuildInterval (100 ms, or twice the last compilation's time if longer).
 //
-// The request path allocates no proxy and looks up no metric labels: one ReverseProxy
-// (with a buffer pool) and one keep-alive Transport serve every Route; a request costs one
-// exchange record, its context, and what net/http allocates.
+// The request path allocates no proxy and looks up no metric labels: one keep-alive
+// Transport serves every Route; the inbound request, its headers changed in place, is the
+// outbound one; a request costs one exchange record (outbound URL, body wrapper and 1xx
+// hook included), its context, a few header values, and what net/http allocates.
 //
 // A hostname whose status says Accepted=False (the tenant's allowed hostnames changed after
 // the Route was admitted) is not served.

@@ -66,7 +66,7 @@ type Gateway struct {
 	metrics   *metrics
 	noRoute   *routeMetrics // the series of requests that match no Route
 	transport *http.Transport
-	proxy     http.Handler
+	upgrades  http.Handler // requests that switch protocols
 }
 
 // New makes a gateway; Run serves it. Without clients, only Swap fills its table (tests,
@@ -104,7 +104,7 @@ func New(o Options) (*Gateway, error) {
 		ForceAttemptHTTP2:   false,
 		DisableCompression:  true,
 	}
-	g.proxy = g.newReverseProxy()
+	g.upgrades = g.newUpgradeProxy()
 	g.table.Store(Compile(Input{}))
 	ch := make(chan struct{})
 	g.swapped.Store(&ch)

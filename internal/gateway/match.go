@@ -13,14 +13,22 @@ import (
 // Route finds the rule for a request (nil: none, 404). host is the request's Host without
 // its port.
 func (t *Table) Route(host string, r *http.Request) *Match {
+	if m, ok := t.route(host, r); ok {
+		return &m
+	}
+	return nil
+}
+
+// route is Route without the allocation (the request path's).
+func (t *Table) route(host string, r *http.Request) (Match, bool) {
 	es := t.hostEntries(host)
 	var q url.Values
 	for _, e := range es {
 		if ok, prefix := e.match.matches(r, &q); ok {
-			return &Match{Rule: e.rule, Prefix: prefix}
+			return Match{Rule: e.rule, Prefix: prefix}, true
 		}
 	}
-	return nil
+	return Match{}, false
 }
 
 // hostEntries picks the most specific hostname: exact, then the longest wildcard suffix
@@ -147,8 +155,12 @@ func (m valueMatch) ok(v string) bool {
 	return v == m.value
 }
 
-// hostOnly strips the port from a Host header.
+// hostOnly strips the port from a Host header ("[::1]:80" → "::1"); a Host without one,
+// the usual case, costs no error value.
 func hostOnly(hostport string) string {
+	if strings.IndexByte(hostport, ':') < 0 {
+		return hostport
+	}
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		return h
 	}
