@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-logr/logr"
 	certificatesv1 "k8s.io/api/certificates/v1"
-	"k8s.io/client-go/informers"
 	certinformers "k8s.io/client-go/informers/certificates/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/kubernetes/pkg/controller/certificates/signer"
 
 	"kubeos.dev/kube/internal/controllers/recorder"
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name names the controller group: its identity is system:kube-controller:<Name>, its
@@ -100,14 +100,14 @@ func (c *Controller) Start(ctx context.Context) error {
 	// Upstream's controllers log through klog's context logger.
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.o.Log.Handler()))
 
-	f := informers.NewSharedInformerFactory(c.client, 0)
+	f := sharedinformers.For(ctx, c.client)
+	defer f.Shutdown()
 	csrs := f.Certificates().V1().CertificateSigningRequests()
 	runners, err := c.controllers(ctx, csrs, rec)
 	if err != nil {
 		return err
 	}
 	f.Start(ctx.Done())
-	defer f.Shutdown()
 	var wg sync.WaitGroup
 	for _, run := range runners {
 		wg.Go(func() { run(ctx) })

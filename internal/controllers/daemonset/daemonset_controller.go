@@ -6,7 +6,6 @@ import (
 	"log/slog"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -14,6 +13,8 @@ import (
 
 	"k8s.io/client-go/util/flowcontrol"
 	upstream "k8s.io/kubernetes/pkg/controller/daemon"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -57,7 +58,8 @@ func New(cfg *rest.Config, o Options) (*Controller, error) {
 // new leadership term): informers, queue and expectations are made afresh.
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.o.Log.Handler()))
-	f := informers.NewSharedInformerFactory(c.client, 0)
+	f := sharedinformers.For(ctx, c.client)
+	defer f.Shutdown()
 	// Failed daemon pods are re-created with a backoff of 1 s up to 15 min, as
 	// kube-controller-manager does.
 	ctrl, err := upstream.NewDaemonSetsController(ctx, f.Apps().V1().DaemonSets(), f.Apps().V1().ControllerRevisions(), f.Core().V1().Pods(), f.Core().V1().Nodes(), c.client, flowcontrol.NewBackOff(time.Second, 15*time.Minute))
@@ -65,7 +67,6 @@ func (c *Controller) Start(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	f.Start(ctx.Done())
-	defer f.Shutdown()
 	ctrl.Run(ctx, c.o.Workers)
 	return nil
 }

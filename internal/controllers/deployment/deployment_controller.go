@@ -6,11 +6,12 @@ import (
 	"log/slog"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/deployment"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -53,13 +54,13 @@ func New(cfg *rest.Config, o Options) (*Controller, error) {
 // new leadership term): informers, queue and expectations are made afresh.
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.o.Log.Handler()))
-	f := informers.NewSharedInformerFactory(c.client, 0)
+	f := sharedinformers.For(ctx, c.client)
+	defer f.Shutdown()
 	dc, err := upstream.NewDeploymentController(ctx, f.Apps().V1().Deployments(), f.Apps().V1().ReplicaSets(), f.Core().V1().Pods(), c.client)
 	if err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	f.Start(ctx.Done())
-	defer f.Shutdown()
 	dc.Run(ctx, c.o.Workers)
 	return nil
 }

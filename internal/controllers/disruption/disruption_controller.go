@@ -10,13 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/scale"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/disruption"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -73,12 +74,12 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: scale client: %w", Name, err)
 	}
-	f := informers.NewSharedInformerFactory(c.client, 0)
+	f := sharedinformers.For(ctx, c.client)
+	defer f.Shutdown()
 	ctrl := upstream.NewDisruptionController(ctx, f.Core().V1().Pods(), f.Policy().V1().PodDisruptionBudgets(),
 		f.Core().V1().ReplicationControllers(), f.Apps().V1().ReplicaSets(), f.Apps().V1().Deployments(), f.Apps().V1().StatefulSets(),
 		c.client, mapper, scales, c.client.Discovery())
 	f.Start(ctx.Done())
-	defer f.Shutdown()
 	ctrl.Run(ctx, c.o.Workers)
 	return nil
 }

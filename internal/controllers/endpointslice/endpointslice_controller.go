@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/endpointslice"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -62,11 +63,11 @@ func New(cfg *rest.Config, o Options) (*Controller, error) {
 // leadership term): informers and queues are made afresh.
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.o.Log.Handler()))
-	f := informers.NewSharedInformerFactory(c.client, 0)
+	f := sharedinformers.For(ctx, c.client)
+	defer f.Shutdown()
 	ctrl := upstream.NewController(ctx, f.Core().V1().Pods(), f.Core().V1().Services(), f.Core().V1().Nodes(),
 		f.Discovery().V1().EndpointSlices(), c.o.MaxEndpointsPerSlice, c.client, c.o.BatchPeriod)
 	f.Start(ctx.Done())
-	defer f.Shutdown()
 	ctrl.Run(ctx, c.o.Workers)
 	return nil
 }

@@ -5,11 +5,12 @@ import (
 	"log/slog"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/volume/ephemeral"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -38,13 +39,13 @@ func New(cfg *rest.Config, log *slog.Logger) (*Controller, error) {
 // Start runs the controller until ctx ends; it can be called again (a new leadership term).
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.log.Handler()))
-	f := informers.NewSharedInformerFactory(c.client, 0)
+	f := sharedinformers.For(ctx, c.client)
+	defer f.Shutdown()
 	ctrl, err := upstream.NewController(ctx, c.client, f.Core().V1().Pods(), f.Core().V1().PersistentVolumeClaims())
 	if err != nil {
 		return err
 	}
 	f.Start(ctx.Done())
-	defer f.Shutdown()
 	ctrl.Run(ctx, 5) // --concurrent-ephemeralvolume-syncs default
 	return nil
 }

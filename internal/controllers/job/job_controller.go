@@ -7,13 +7,14 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/client-go/informers"
 	schedulinginformers "k8s.io/client-go/informers/scheduling/v1beta1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/job"
 	"k8s.io/kubernetes/pkg/features"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -57,7 +58,8 @@ func New(cfg *rest.Config, o Options) (*Controller, error) {
 // new leadership term): informers, queue and expectations are made afresh.
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.o.Log.Handler()))
-	f := informers.NewSharedInformerFactory(c.client, 0)
+	f := sharedinformers.For(ctx, c.client)
+	defer f.Shutdown()
 	// The Workload and PodGroup informers exist only under the WorkloadWithJob gate (as in
 	// kube-controller-manager).
 	var workloads schedulinginformers.WorkloadInformer
@@ -70,7 +72,6 @@ func (c *Controller) Start(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	f.Start(ctx.Done())
-	defer f.Shutdown()
 	ctrl.Run(ctx, c.o.Workers)
 	return nil
 }

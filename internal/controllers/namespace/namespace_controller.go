@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -16,6 +15,7 @@ import (
 	upstream "k8s.io/kubernetes/pkg/controller/namespace"
 
 	"kubeos.dev/kube/internal/controllers/recorder"
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -61,7 +61,8 @@ func (c *Controller) Start(ctx context.Context) error {
 		return err
 	}
 	defer rec.Stop()
-	factory := informers.NewSharedInformerFactory(c.client, 0)
+	factory := sharedinformers.For(ctx, c.client)
+	defer factory.Shutdown()
 	inf := factory.Core().V1().Namespaces()
 	if _, err := inf.Informer().AddEventHandler(eventHandler(rec)); err != nil {
 		return err
@@ -71,7 +72,6 @@ func (c *Controller) Start(ctx context.Context) error {
 	ctrl := upstream.NewNamespaceController(ctx, c.client, c.metadata, c.client.Discovery().ServerPreferredNamespacedResources,
 		inf, syncPeriod, corev1.FinalizerKubernetes)
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
 	ctrl.Run(ctx, workers)
 	return nil
 }

@@ -6,12 +6,13 @@ import (
 	"net"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/nodeipam"
 	"k8s.io/kubernetes/pkg/controller/nodeipam/ipam"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -64,14 +65,14 @@ func (c *Controller) Start(ctx context.Context) error {
 	if len(c.o.ServiceCIDRs) > 1 {
 		svc2 = c.o.ServiceCIDRs[1]
 	}
-	f := informers.NewSharedInformerFactory(c.client, 0)
+	f := sharedinformers.For(ctx, c.client)
+	defer f.Shutdown()
 	ctrl, err := upstream.NewNodeIpamController(ctx, f.Core().V1().Nodes(), nil, c.client,
 		c.o.ClusterCIDRs, svc, svc2, c.o.MaskSizes, ipam.RangeAllocatorType)
 	if err != nil {
 		return err
 	}
 	f.Start(ctx.Done())
-	defer f.Shutdown()
 	ctrl.Run(ctx)
 	return nil
 }

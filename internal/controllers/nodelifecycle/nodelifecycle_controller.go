@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/nodelifecycle"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -100,7 +101,8 @@ func New(cfg *rest.Config, o Options) (*Controller, error) {
 // Start runs the controller until ctx ends; it can be called again (a new leadership term).
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.o.Log.Handler()))
-	f := informers.NewSharedInformerFactory(c.client, 0)
+	f := sharedinformers.For(ctx, c.client)
+	defer f.Shutdown()
 	ctrl, err := upstream.NewNodeLifecycleController(ctx, f.Coordination().V1().Leases(), f.Core().V1().Pods(),
 		f.Core().V1().Nodes(), f.Apps().V1().DaemonSets(), c.client,
 		c.o.MonitorPeriod, c.o.StartupGracePeriod, c.o.MonitorGracePeriod,
@@ -109,7 +111,6 @@ func (c *Controller) Start(ctx context.Context) error {
 		return err
 	}
 	f.Start(ctx.Done())
-	defer f.Shutdown()
 	ctrl.Run(ctx)
 	return nil
 }

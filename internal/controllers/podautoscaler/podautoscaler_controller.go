@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
@@ -21,6 +20,8 @@ import (
 	resourceclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 	"k8s.io/metrics/pkg/client/custom_metrics"
 	"k8s.io/metrics/pkg/client/external_metrics"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -108,12 +109,12 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 	metricsClient := metrics.NewRESTMetricsClient(resources, custom_metrics.NewForConfig(c.cfg, mapper, apiVersions), external)
 
-	f := informers.NewSharedInformerFactory(c.client, 0)
+	f := sharedinformers.For(ctx, c.client)
+	defer f.Shutdown()
 	ctrl := upstream.NewHorizontalController(ctx, c.client.CoreV1(), scaleClient, c.client.AutoscalingV2(), mapper, metricsClient,
 		f.Autoscaling().V2().HorizontalPodAutoscalers(), f.Core().V1().Pods(),
 		c.o.SyncPeriod, c.o.DownscaleStabilization, c.o.Tolerance, c.o.CPUInitializationPeriod, c.o.InitialReadinessDelay)
 	f.Start(ctx.Done())
-	defer f.Shutdown()
 	var wg sync.WaitGroup
 	wg.Go(func() { wait.UntilWithContext(ctx, func(context.Context) { mapper.Reset() }, 30*time.Second) })
 	wg.Go(func() { custom_metrics.PeriodicallyInvalidate(apiVersions, c.o.SyncPeriod, ctx.Done()) })

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/podgc"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -68,12 +69,12 @@ func New(cfg *rest.Config, o Options) (*Controller, error) {
 // Start runs the controller until ctx ends; it can be called again (a new leadership term).
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.o.Log.Handler()))
-	f := informers.NewSharedInformerFactory(c.client, 0)
+	f := sharedinformers.For(ctx, c.client)
+	defer f.Shutdown()
 	// NewPodGCInternal is NewPodGC with the check period and quarantine as parameters.
 	ctrl := upstream.NewPodGCInternal(ctx, c.client, f.Core().V1().Pods(), f.Core().V1().Nodes(),
 		c.o.TerminatedPodThreshold, c.o.CheckPeriod, c.o.Quarantine)
 	f.Start(ctx.Done())
-	defer f.Shutdown()
 	ctrl.Run(ctx)
 	return nil
 }

@@ -5,11 +5,12 @@ import (
 	"log/slog"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/volume/pvcprotection"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -39,13 +40,13 @@ func New(cfg *rest.Config, log *slog.Logger) (*Controller, error) {
 func (c *Controller) Start(ctx context.Context) error {
 	logger := logr.FromSlogHandler(c.log.Handler())
 	ctx = klog.NewContext(ctx, logger)
-	f := informers.NewSharedInformerFactory(c.client, 0)
+	f := sharedinformers.For(ctx, c.client)
+	defer f.Shutdown()
 	ctrl, err := upstream.NewPVCProtectionController(logger, f.Core().V1().PersistentVolumeClaims(), f.Core().V1().Pods(), c.client)
 	if err != nil {
 		return err
 	}
 	f.Start(ctx.Done())
-	defer f.Shutdown()
 	ctrl.Run(ctx, 1) // kube-controller-manager's one worker
 	return nil
 }

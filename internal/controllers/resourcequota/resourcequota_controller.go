@@ -9,7 +9,6 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apiserver/pkg/quota/v1/generic"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -19,6 +18,8 @@ import (
 	"k8s.io/kubernetes/pkg/controller"
 	upstream "k8s.io/kubernetes/pkg/controller/resourcequota"
 	quotainstall "k8s.io/kubernetes/pkg/quota/v1/install"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -80,7 +81,8 @@ func New(cfg *rest.Config, o Options) (*Controller, error) {
 // Start runs the controller until ctx ends; it can be called again (a new leadership term).
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.o.Log.Handler()))
-	typed := informers.NewSharedInformerFactory(c.client, 0)
+	typed := sharedinformers.For(ctx, c.client)
+	defer typed.Shutdown()
 	meta := metadatainformer.NewSharedInformerFactory(c.meta, 0)
 	objOrMeta := informerfactory.NewInformerFactory(typed, meta)
 	started := make(chan struct{})
@@ -107,7 +109,6 @@ func (c *Controller) Start(ctx context.Context) error {
 	typed.Start(ctx.Done())
 	meta.Start(ctx.Done())
 	close(started)
-	defer typed.Shutdown()
 	defer meta.Shutdown()
 	var wg sync.WaitGroup
 	wg.Go(func() { ctrl.Run(ctx, c.o.Workers) })

@@ -5,11 +5,12 @@ import (
 	"log/slog"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/certificates/rootcacertpublisher"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -41,13 +42,13 @@ func New(cfg *rest.Config, caPEM []byte, log *slog.Logger) (*Controller, error) 
 // Start runs the controller until ctx ends; it can be called again for a new leadership
 // term.
 func (c *Controller) Start(ctx context.Context) error {
-	factory := informers.NewSharedInformerFactory(c.client, 0)
+	factory := sharedinformers.For(ctx, c.client)
+	defer factory.Shutdown()
 	p, err := upstream.NewPublisher(factory.Core().V1().ConfigMaps(), factory.Core().V1().Namespaces(), c.client, c.caPEM)
 	if err != nil {
 		return err
 	}
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
 	p.Run(klog.NewContext(ctx, logr.FromSlogHandler(c.log.Handler())), workers)
 	return nil
 }

@@ -5,11 +5,12 @@ import (
 	"log/slog"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/serviceaccount"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -41,7 +42,8 @@ func New(cfg *rest.Config, log *slog.Logger) (*Controller, error) {
 // Start runs the controller until ctx ends. It can be called again after it returned (a new
 // leadership term): informers and queue are made afresh.
 func (c *Controller) Start(ctx context.Context) error {
-	factory := informers.NewSharedInformerFactory(c.client, 0)
+	factory := sharedinformers.For(ctx, c.client)
+	defer factory.Shutdown()
 	logger := logr.FromSlogHandler(c.log.Handler())
 	ctrl, err := upstream.NewServiceAccountsController(logger,
 		factory.Core().V1().ServiceAccounts(), factory.Core().V1().Namespaces(), c.client,
@@ -50,7 +52,6 @@ func (c *Controller) Start(ctx context.Context) error {
 		return err
 	}
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
 	ctrl.Run(klog.NewContext(ctx, logger), workers)
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -19,6 +18,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/storageversionmigrator"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (kube-controller-manager's).
@@ -66,7 +67,8 @@ func New(cfg *rest.Config, log *slog.Logger) (*Controller, error) {
 // Start runs the controller until ctx ends; it can be called again (a new leadership term).
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.log.Handler()))
-	f := informers.NewSharedInformerFactory(c.client, 0)
+	f := sharedinformers.For(ctx, c.client)
+	defer f.Shutdown()
 	svms := f.Storagemigration().V1().StorageVersionMigrations()
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.discovery))
 	runner := upstream.NewCustomResourceController(ctx, c.client, svms, c.crd.ApiextensionsV1().CustomResourceDefinitions())
@@ -80,7 +82,6 @@ func (c *Controller) Start(ctx context.Context) error {
 		return err
 	}
 	f.Start(ctx.Done())
-	defer f.Shutdown()
 	if !waitSynced(ctx, svms.Informer().HasSynced) {
 		return nil
 	}

@@ -5,12 +5,13 @@ import (
 	"log/slog"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller"
 	upstream "k8s.io/kubernetes/pkg/controller/tainteviction"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -39,7 +40,8 @@ func New(cfg *rest.Config, log *slog.Logger) (*Controller, error) {
 // Start runs the controller until ctx ends; it can be called again (a new leadership term).
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.log.Handler()))
-	f := informers.NewSharedInformerFactory(c.client, 0)
+	f := sharedinformers.For(ctx, c.client)
+	defer f.Shutdown()
 	// Upstream's controller finds a node's pods through the spec.nodeName index, which in
 	// kube-controller-manager the node lifecycle controller adds to the shared informer.
 	if err := controller.AddPodNodeNameIndexer(f.Core().V1().Pods().Informer()); err != nil {
@@ -50,7 +52,6 @@ func (c *Controller) Start(ctx context.Context) error {
 		return err
 	}
 	f.Start(ctx.Done())
-	defer f.Shutdown()
 	ctrl.Run(ctx)
 	return nil
 }

@@ -6,11 +6,12 @@ import (
 	"log/slog"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	upstream "k8s.io/kubernetes/pkg/controller/ttlafterfinished"
+
+	"kubeos.dev/kube/internal/controllers/sharedinformers"
 )
 
 // Name is the controller's name (its identity is system:kube-controller:<Name>, its Lease
@@ -54,10 +55,10 @@ func New(cfg *rest.Config, o Options) (*Controller, error) {
 // new leadership term): informers, queue and expectations are made afresh.
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.o.Log.Handler()))
-	f := informers.NewSharedInformerFactory(c.client, 0)
+	f := sharedinformers.For(ctx, c.client)
+	defer f.Shutdown()
 	ctrl := upstream.New(ctx, f.Batch().V1().Jobs(), c.client)
 	f.Start(ctx.Done())
-	defer f.Shutdown()
 	ctrl.Run(ctx, c.o.Workers)
 	return nil
 }
