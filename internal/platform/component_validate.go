@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,8 +31,13 @@ func init() { kindValidators["Component"] = validateComponent }
 // would write (the workload with its pod template, the Service, the HPA), with the field
 // paths put back under the Component's spec (spec.template.spec.containers[0].image →
 // spec.image), so a bad probe or resource surfaces at admission rather than as a Failed
-// Component.
-func validateComponent(ctx context.Context, obj, _ *unstructured.Unstructured) field.ErrorList {
+// Component. An update that leaves the spec as it was (the engine's finalizer, labels) is
+// not validated again: that spec was admitted, and building and validating its objects is
+// most of a Component write's admission cost.
+func validateComponent(ctx context.Context, obj, old *unstructured.Unstructured) field.ErrorList {
+	if old != nil && equality.Semantic.DeepEqual(obj.Object["spec"], old.Object["spec"]) {
+		return nil
+	}
 	var c v1alpha1.Component
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &c); err != nil {
 		return field.ErrorList{field.Invalid(field.NewPath("spec"), "", "cannot be decoded: "+err.Error())}

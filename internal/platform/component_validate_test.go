@@ -95,3 +95,26 @@ resources: {limits: {memory: 64Mi}}`},
 		})
 	}
 }
+
+// TestValidateComponentUpdate: an update that changes the spec is validated as a create
+// is; one that leaves it as it was (the engine's finalizer, a label) is not validated
+// again, so a Component admitted under older rules can still get its finalizer removed.
+func TestValidateComponentUpdate(t *testing.T) {
+	obj := func(spec string) *unstructured.Unstructured {
+		var s map[string]any
+		if err := yaml.Unmarshal([]byte(spec), &s); err != nil {
+			t.Fatal(err)
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kubeos.dev/v1alpha1", "kind": "Component",
+			"metadata": map[string]any{"name": "web", "namespace": "shop"}, "spec": s}}
+	}
+	bad := `{image: busybox, exposes: [{port: 70000}]}`
+	if errs := validateComponent(context.Background(), obj(bad), obj(`{image: busybox}`)); len(errs) == 0 {
+		t.Error("a spec changed to an invalid one was admitted")
+	}
+	withFinalizer := obj(bad)
+	withFinalizer.SetFinalizers([]string{"kubeos.dev/lifecycle"})
+	if errs := validateComponent(context.Background(), withFinalizer, obj(bad)); len(errs) != 0 {
+		t.Errorf("an update leaving the spec as it was: %v", errs)
+	}
+}
