@@ -87,7 +87,8 @@ func TestForward(t *testing.T) {
 	services := svcs(ns, "up")
 	services[0].Spec.Ports[0].Port = 80
 	services[0].Spec.Ports[0].TargetPort.IntVal = 0
-	g, err := New(Options{Registerer: prometheus.NewRegistry()})
+	access := &lockedBuffer{}
+	g, err := New(Options{Registerer: prometheus.NewRegistry(), AccessLog: access})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,6 +204,19 @@ func TestForward(t *testing.T) {
 		}
 		if resp.Header.Get("Link") != "" {
 			t.Errorf("the hint's header leaked into the answer: %v", resp.Header)
+		}
+		// The 103 is not the answer the access log records (the line is written when the
+		// handler returns, which may be just after the client has the answer).
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			g.Flush()
+			log, _ := access.get()
+			if strings.Contains(log, "path=/hints status=200 ") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("access log: %s", log)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	})
 

@@ -519,7 +519,7 @@ type statusWriter struct {
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 && code >= 200 { // a 1xx is not the answer
+	if w.code == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) { // 103, 100 are not the answer
 		w.code = code
 	}
 	w.ResponseWriter.WriteHeader(code)
