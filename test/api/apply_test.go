@@ -31,6 +31,7 @@ func managers(obj metav1.Object) []string {
 // server-side apply merges by owner — a field another manager owns is a 409 conflict naming
 // it unless forced, and a field the applier stops applying goes away — as kube-apiserver does.
 func TestServerSideApply(t *testing.T) {
+	apiSuite.Need(t)
 	cs := kubernetes.NewForConfigOrDie(adminConfig(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -123,6 +124,7 @@ func TestServerSideApply(t *testing.T) {
 // about them (Warn, the default, warns) — on create, patch and apply — and the field manager
 // still records the writer.
 func TestUnknownFieldsDropped(t *testing.T) {
+	apiSuite.Need(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cs := kubernetes.NewForConfigOrDie(adminConfig(t))

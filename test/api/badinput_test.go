@@ -176,6 +176,7 @@ func badCases() []badCase {
 // TestBadInput sends one bad request after another and checks each gets upstream's Status;
 // afterwards the server still answers and nothing was written.
 func TestBadInput(t *testing.T) {
+	apiSuite.Need(t)
 	mustDo(t, "POST", "/api/v1/namespaces", "application/json", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+badNS+`"}}`, 201)
 	mustDo(t, "POST", cms, "application/json", configMapJSON("seed", `,"labels":{"app":"seed"}`), 201)
 	before := listConfigMaps(t)
@@ -242,6 +243,7 @@ func listConfigMaps(t *testing.T) map[string]string {
 // TestFieldValidationWarn: an unknown field under Warn (the default) creates the object and
 // says so in a Warning header.
 func TestFieldValidationWarn(t *testing.T) {
+	apiSuite.Need(t)
 	for _, q := range []string{"?fieldValidation=Warn", ""} {
 		name := "warned" + strings.TrimPrefix(q, "?fieldValidation=")
 		r := do(t, admin, "POST", "/api/v1/namespaces/default/configmaps"+q, "application/json",

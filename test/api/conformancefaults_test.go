@@ -11,6 +11,7 @@ import (
 // A merge patch of namespaces/status keeps (and writes) metadata, as kube-apiserver's
 // namespace status strategy resets only spec ("should apply changes to a namespace status").
 func TestNamespaceStatusPatchWritesMetadata(t *testing.T) {
+	apiSuite.Need(t)
 	mustDo(t, "POST", "/api/v1/namespaces", "application/json", `{"metadata":{"name":"ns-status-patch","annotations":{"keep":"me"}}}`, 201)
 	r := mustDo(t, "PATCH", "/api/v1/namespaces/ns-status-patch/status", "application/merge-patch+json",
 		`{"metadata":{"annotations":{"e2e-patched-ns-status":"ns-status-patch"}},"status":{"conditions":[{"type":"StatusPatch","status":"True","reason":"E2E","message":"Patched by an e2e test"}]}}`, 200)
@@ -37,6 +38,7 @@ func TestNamespaceStatusPatchWritesMetadata(t *testing.T) {
 // A pods/status patch writes annotations too: upstream's pod status strategy resets only
 // spec, deletionTimestamp and ownerReferences.
 func TestPodStatusPatchWritesAnnotations(t *testing.T) {
+	apiSuite.Need(t)
 	mustDo(t, "POST", "/api/v1/namespaces/default/pods", "application/json",
 		`{"metadata":{"name":"status-annotations"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`, 201)
 	r := mustDo(t, "PATCH", "/api/v1/namespaces/default/pods/status-annotations/status", "application/merge-patch+json",
@@ -62,6 +64,7 @@ func TestPodStatusPatchWritesAnnotations(t *testing.T) {
 // Asking for a Table from a kind with no Table support (POST selfsubjectaccessreviews) is
 // 406 NotAcceptable with kube-apiserver's message, not 201.
 func TestTableOfComputedKindNotAcceptable(t *testing.T) {
+	apiSuite.Need(t)
 	body := []byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"get","resource":"pods"}}}`)
 	r := do(t, admin, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "application/json", body,
 		"Accept: application/json;as=Table;v=v1;g=meta.k8s.io")

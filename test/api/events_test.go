@@ -18,6 +18,7 @@ import (
 // `kubectl describe` (core/v1, by involvedObject field selector) shows, and a core/v1 Event
 // is served by events.k8s.io with its fields renamed.
 func TestEventsOneStorage(t *testing.T) {
+	apiSuite.Need(t)
 	cs := kubernetes.NewForConfigOrDie(adminConfig(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -1,6 +1,16 @@
-// Package api tests Kube's HTTP API at the wire: bad input of every sort answered with the
-// upstream metav1.Status, metadata-only and Table output, and the server's own endpoints
-// (/metrics, /readyz, /version), against one in-process server on embedded etcd.
+// Package api tests Kube's API as clients meet it, in four suites that each start their own
+// in-process server on embedded etcd when their first test runs (servertest.Fixture; one
+// test binary instead of four, each of which linked the whole server):
+//
+//   - api (apply_test.go, badinput_test.go, …, watch_test.go): the HTTP API at the wire: bad
+//     input of every sort answered with the upstream metav1.Status, metadata-only and Table
+//     output, and the server's own endpoints (/metrics, /readyz, /version).
+//   - clients (clients_*_test.go): unmodified client-go informers and a controller-runtime
+//     manager.
+//   - crd (crd_*_test.go): CustomResourceDefinitions end to end with kubectl and client-go.
+//   - codegen (codegen_*_test.go): the generated typed clients, up to date and working.
+//
+// Each suite's tests run alone too, e.g. go test -run 'TestCRD|TestConversion' ./test/api/.
 package api
 
 import (
@@ -27,31 +37,32 @@ var (
 	admin *http.Client
 )
 
+// TestMain stops the suites' fixtures that the chosen tests started; each test names its
+// suite's fixture (apiSuite.Need(t) …) in its first line.
 func TestMain(m *testing.M) {
+	os.Exit(servertest.Main(m, apiSuite, clientsSuite, crdSuite, codegenSuite))
+}
+
+var apiSuite = servertest.NewFixture("api", func(fx *servertest.Fixture) error {
 	dir, err := servertest.TempDir()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return err
 	}
+	fx.Cleanup(func() { os.RemoveAll(dir) })
 	srv, err = servertest.Start(dir, nil)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "start kube server:", err)
-		os.Exit(1)
+		return fmt.Errorf("start kube server: %w", err)
 	}
+	fx.Cleanup(func() { srv.Stop() })
 	cfg, err := srv.Config()
 	if err == nil {
 		admin, err = rest.HTTPClientFor(cfg)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "admin client:", err)
-		srv.Stop()
-		os.Exit(1)
+		return fmt.Errorf("admin client: %w", err)
 	}
-	code := m.Run()
-	srv.Stop()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+	return nil
+})
 
 // adminConfig is a fresh admin client configuration.
 func adminConfig(t *testing.T) *rest.Config {

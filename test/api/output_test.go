@@ -28,6 +28,7 @@ func createNamespace(t *testing.T, name string) {
 // TestMetadataClient: client-go's metadata client lists, gets and watches
 // PartialObjectMetadata(List) with the Accept header it really sends.
 func TestMetadataClient(t *testing.T) {
+	apiSuite.Need(t)
 	const ns = "metadata-client"
 	createNamespace(t, ns)
 	for _, n := range []string{"m1", "m2"} {
@@ -145,6 +146,7 @@ func checkTable(t *testing.T, raw []byte, rows int, columns bool) *metav1.Table 
 
 // TestTable: kubectl get's Accept header gives Tables for list, get and watch.
 func TestTable(t *testing.T) {
+	apiSuite.Need(t)
 	const ns = "table-output"
 	createNamespace(t, ns)
 	base := "/api/v1/namespaces/" + ns + "/configmaps"
@@ -209,6 +211,7 @@ func TestTable(t *testing.T) {
 
 // TestMetrics: request counts by verb, resource and code appear on /metrics.
 func TestMetrics(t *testing.T) {
+	apiSuite.Need(t)
 	mustDo(t, "GET", "/api/v1/namespaces/default/configmaps", "", "", 200)
 	mustDo(t, "GET", "/api/v1/namespaces/default/configmaps/no-such-thing", "", "", 404)
 	r := mustDo(t, "GET", "/metrics", "", "", 200)
@@ -242,6 +245,7 @@ func TestMetrics(t *testing.T) {
 // TestHealthAndVersion: /readyz?verbose lists its checks, /version is strict semver, and
 // without a client certificate only those endpoints answer.
 func TestHealthAndVersion(t *testing.T) {
+	apiSuite.Need(t)
 	r := mustDo(t, "GET", "/readyz?verbose", "", "", 200)
 	for _, want := range []string{"[+]ping ok", "[+]etcd ok", "readyz check passed"} {
 		if !strings.Contains(string(r.body), want) {

@@ -57,6 +57,7 @@ func protobufClient(t *testing.T) (*kubernetes.Clientset, *contentTypes) {
 // and Kube's own controllers run, gets protobuf back from create and update as well as from get
 // and list, and the objects it decodes are the ones it wrote.
 func TestProtobufAnswers(t *testing.T) {
+	apiSuite.Need(t)
 	createNamespace(t, "proto")
 	cs, rec := protobufClient(t)
 	ctx := context.Background()
@@ -97,6 +98,7 @@ func TestProtobufAnswers(t *testing.T) {
 // WatchEvents, as kube-apiserver sends): modifications, deletions, bookmarks and an informer's
 // streaming list all decode, and a watch from a compacted version ends with a 410 it decodes.
 func TestProtobufWatch(t *testing.T) {
+	apiSuite.Need(t)
 	const ns = "proto-watch"
 	createNamespace(t, ns)
 	cs, rec := protobufClient(t)
@@ -234,6 +236,7 @@ func TestProtobufWatch(t *testing.T) {
 // controller-runtime's for metadata-only watches) asks for PartialObjectMetadata in protobuf
 // first; get, list and watch answer so, and what it decodes is the objects' metadata.
 func TestProtobufMetadata(t *testing.T) {
+	apiSuite.Need(t)
 	cfg := adminConfig(t)
 	rec := &contentTypes{seen: map[string][]string{}}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { rec.next = rt; return rec })

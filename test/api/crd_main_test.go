@@ -1,44 +1,35 @@
-// Package crd tests CustomResourceDefinitions end to end against one in-process Kube
+package api
+
+// The crd suite tests CustomResourceDefinitions end to end against its own in-process Kube
 // server: kubectl 1.27 and 1.33 on the Database example of the design (schema validation,
 // defaults, printer columns, explain, scale, status), client-go on invalid CRDs, name
 // conflicts, deletion, webhook conversion with storage-version migration, and a dynamic
 // informer on a custom resource.
-//
-//	go test ./test/crd/
-package crd
 
 import (
 	"fmt"
 	"os"
-	"testing"
 
 	"kubeos.dev/kube/internal/server/servertest"
 )
 
 var (
-	srv       *servertest.Server
+	crdSrv    *servertest.Server
 	serverLog syncBuffer
 )
 
-func TestMain(m *testing.M) {
+var crdSuite = servertest.NewFixture("crd", func(fx *servertest.Fixture) error {
 	dir, err := servertest.TempDir()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return err
 	}
-	srv, err = servertest.Start(dir, &serverLog)
+	fx.Cleanup(func() { os.RemoveAll(dir) })
+	crdSrv, err = servertest.Start(dir, &serverLog)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "start kube server:", err)
-		os.Exit(1)
+		return fmt.Errorf("start kube server: %w", err)
 	}
-	if err := createUnservedMigration(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	srv.Stop()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+	fx.Cleanup(func() { crdSrv.Stop() })
+	return createUnservedMigration()
+})
 
 type syncBuffer = servertest.Buffer

@@ -1,4 +1,4 @@
-package codegen
+package api
 
 import (
 	"context"
@@ -27,7 +27,8 @@ import (
 // /status subresource (an illegal phase write refused by the CRD's transition rule), and
 // delete.
 func TestTypedTenant(t *testing.T) {
-	kc, core := clients(t)
+	codegenSuite.Need(t)
+	kc, core := codegenClients(t)
 	ctx := ctxT(t, 2*time.Minute)
 	tenants := kc.KubeosV1alpha1().Tenants()
 
@@ -114,7 +115,8 @@ func TestTypedTenant(t *testing.T) {
 // through the generated shared informer factory and lister until the engine makes it Active;
 // ApplyStatus adds a condition of another field manager next to the engine's.
 func TestTypedCredentialInformer(t *testing.T) {
-	kc, core := clients(t)
+	codegenSuite.Need(t)
+	kc, core := codegenClients(t)
 	ctx := ctxT(t, 2*time.Minute)
 	if _, err := kc.KubeosV1alpha1().Tenants().Create(ctx, &v1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "inf"},
 		Spec: v1alpha1.TenantSpec{Environments: []string{"dev"}}}, metav1.CreateOptions{}); err != nil {

@@ -1,4 +1,4 @@
-package clients
+package api
 
 import (
 	"context"
@@ -38,7 +38,8 @@ func (s *stamper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 // writes protobuf, as controller-runtime sends them): it becomes leader, and its controller
 // reconciles ConfigMaps.
 func TestControllerRuntimeManager(t *testing.T) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
+	clientsSuite.Need(t)
+	cfg, err := clientcmd.BuildConfigFromFlags("", clientsSrv.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package clients
+package api
 
 import (
 	"context"
@@ -59,7 +59,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // kubectl uses it, default QPS, WatchListClient on): it syncs, sees creates, updates and
 // deletes in order, and carries on after the server restarts.
 func TestInformers(t *testing.T) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
+	clientsSuite.Need(t)
+	cfg, err := clientcmd.BuildConfigFromFlags("", clientsSrv.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestInformers(t *testing.T) {
 	}
 
 	// The server restarts (same data, same port): the informers re-establish their watches.
-	if err := srv.Restart(); err != nil {
+	if err := clientsSrv.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cmClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-restart"}}, metav1.CreateOptions{}); err != nil {

@@ -1,4 +1,4 @@
-package crd
+package api
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 
 func clients(t *testing.T) (apiextclient.Interface, dynamic.Interface, *rest.Config) {
 	t.Helper()
-	cfg, err := srv.Config()
+	cfg, err := crdSrv.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +96,7 @@ func causes(err error) []string {
 
 // TestInvalidCRD: invalid CRDs are refused with 422 and upstream's causes.
 func TestInvalidCRD(t *testing.T) {
+	crdSuite.Need(t)
 	ext, _, _ := clients(t)
 	ctx := ctxT(t, 30*time.Second)
 	tests := []struct {
@@ -143,6 +144,7 @@ func TestInvalidCRD(t *testing.T) {
 // NamesAccepted=False and the reason of the name (here ShortNamesConflict), and is not
 // established until the name is free, as upstream.
 func TestNameConflict(t *testing.T) {
+	crdSuite.Need(t)
 	ext, _, _ := clients(t)
 	ctx := ctxT(t, 30*time.Second)
 	crds := ext.ApiextensionsV1().CustomResourceDefinitions()
@@ -174,6 +176,7 @@ func TestNameConflict(t *testing.T) {
 // bench/crdbench measures it beside thousands of CRDs); deleting it deletes its custom
 // resources, then it goes, and discovery and OpenAPI drop it.
 func TestDeletionAndDiscovery(t *testing.T) {
+	crdSuite.Need(t)
 	ext, dyn, cfg := clients(t)
 	ctx := ctxT(t, 60*time.Second)
 	disc := discovery.NewDiscoveryClientForConfigOrDie(cfg)

@@ -1,4 +1,4 @@
-package crd
+package api
 
 import (
 	"context"
@@ -32,6 +32,7 @@ const svmCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDe
 // StorageVersionMigration, which reports Running, its resourceVersion and Succeeded as
 // upstream's controller does; a migration of a resource that is not served fails.
 func TestStorageVersionMigration(t *testing.T) {
+	crdSuite.Need(t)
 	ext, dyn, cfg := clients(t)
 	ctx := ctxT(t, 3*time.Minute)
 	kc, err := kubernetes.NewForConfig(cfg)
@@ -58,7 +59,7 @@ func TestStorageVersionMigration(t *testing.T) {
 	// What an older server left: a and b stored as v1alpha1 (written under the API's back).
 	for _, n := range names[:2] {
 		key := storage.Key("svm.example.com", "gauges", "default", n)
-		if _, err := srv.Inner().Store.GuaranteedUpdate(ctx, key, storage.UpdateOptions{}, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		if _, err := crdSrv.Inner().Store.GuaranteedUpdate(ctx, key, storage.UpdateOptions{}, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 			cur.SetAPIVersion("svm.example.com/v1alpha1")
 			return cur, nil
 		}); err != nil {
@@ -111,7 +112,7 @@ const unservedMigration = "nothing"
 
 // createUnservedMigration creates a StorageVersionMigration of a resource nobody serves.
 func createUnservedMigration() error {
-	cfg, err := srv.Config()
+	cfg, err := crdSrv.Config()
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package crd
+package api
 
 import (
 	"context"
@@ -32,6 +32,7 @@ const legacyCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourc
 // established and served, as with kube-apiserver; once its schema is made structural the
 // condition goes. An ordinary CRD never gets the condition.
 func TestNonStructuralSchemaCondition(t *testing.T) {
+	crdSuite.Need(t)
 	ext, dyn, _ := clients(t)
 	ctx := ctxT(t, 60*time.Second)
 	crds := ext.ApiextensionsV1().CustomResourceDefinitions()
@@ -42,7 +43,7 @@ func TestNonStructuralSchemaCondition(t *testing.T) {
 	}
 	obj.SetUID(uuid.NewUUID())
 	obj.SetCreationTimestamp(metav1.Now())
-	if _, err := srv.Inner().Store.Create(ctx, storage.Key(apiextensionsv1.GroupName, "customresourcedefinitions", "", obj.GetName()), obj); err != nil {
+	if _, err := crdSrv.Inner().Store.Create(ctx, storage.Key(apiextensionsv1.GroupName, "customresourcedefinitions", "", obj.GetName()), obj); err != nil {
 		t.Fatal(err)
 	}
 	const name = "relics.legacy.example.com"

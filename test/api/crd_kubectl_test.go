@@ -1,4 +1,4 @@
-package crd
+package api
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func (k *kubectlRun) run(stdin string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, k.bin, args...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + k.home, "KUBECONFIG=" + srv.Kubeconfig, "KUBECACHEDIR=" + filepath.Join(k.home, "cache")}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + k.home, "KUBECONFIG=" + crdSrv.Kubeconfig, "KUBECACHEDIR=" + filepath.Join(k.home, "cache")}
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
@@ -60,6 +60,7 @@ func (k *kubectlRun) fails(stdin string, wants []string, args ...string) {
 // TestDatabaseWithKubectl is the "Done when" with the Database example, once per
 // kubectl version, each in its own namespace.
 func TestDatabaseWithKubectl(t *testing.T) {
+	crdSuite.Need(t)
 	for _, v := range []string{"1.27", "1.33"} {
 		t.Run("kubectl-"+v, func(t *testing.T) {
 			bin, err := findKubectl(v)

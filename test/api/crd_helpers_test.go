@@ -1,4 +1,4 @@
-package crd
+package api
 
 import (
 	"encoding/base64"

@@ -1,4 +1,4 @@
-package crd
+package api
 
 import (
 	"slices"
@@ -52,6 +52,7 @@ const gizmosCRD = `{"metadata":{"name":"gizmos.deprec.example.com"},"spec":{"gro
 // default text or the CRD's own; requests to the version that is not deprecated carry none.
 // kubectl prints it.
 func TestDeprecatedVersionWarning(t *testing.T) {
+	crdSuite.Need(t)
 	ext, _, cfg := clients(t)
 	ctx := ctxT(t, 60*time.Second)
 	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crdFromJSON(t, gizmosCRD), metav1.CreateOptions{}); err != nil {

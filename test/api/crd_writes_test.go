@@ -1,4 +1,4 @@
-package crd
+package api
 
 import (
 	"strings"
@@ -37,6 +37,7 @@ func scalableCRD(t *testing.T, group string) *apiextensionsv1.CustomResourceDefi
 // resourceVersion, duplicate and unknown fields under fieldValidation, and the 404 and 415
 // answers for what is not served.
 func TestCustomResourceWrites(t *testing.T) {
+	crdSuite.Need(t)
 	ext, dyn, cfg := clients(t)
 	ctx := ctxT(t, time.Minute)
 	const group = "writes.example.com"

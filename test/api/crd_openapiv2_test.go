@@ -1,4 +1,4 @@
-package crd
+package api
 
 import (
 	"encoding/json"
@@ -14,6 +14,7 @@ import (
 // /openapi/v2, as kube-apiserver publishes it ("works for CRD preserving unknown fields at
 // the schema root" of the conformance suite); kubectl then sends any field.
 func TestOpenAPIV2RootPreserveUnknownFields(t *testing.T) {
+	crdSuite.Need(t)
 	ext, _, cfg := clients(t)
 	ctx := ctxT(t, 60*time.Second)
 	crd := crdFromJSON(t, `{"metadata":{"name":"blobs.openv2.example.com"},"spec":{"group":"openv2.example.com","scope":"Namespaced",

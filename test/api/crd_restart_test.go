@@ -1,4 +1,4 @@
-package crd
+package api
 
 import (
 	"testing"
@@ -13,6 +13,7 @@ import (
 // TestServedRightAfterRestart: once a restarted server says it is ready, its CRDs are served
 // at once — a client with cached discovery (kubectl, informers) gets no 404 in between.
 func TestServedRightAfterRestart(t *testing.T) {
+	crdSuite.Need(t)
 	ext, dyn, _ := clients(t)
 	crd := simpleCRD(t, "restart.example.com", "gadgets", "Gadget")
 	ctx := ctxT(t, time.Minute)
@@ -25,7 +26,7 @@ func TestServedRightAfterRestart(t *testing.T) {
 	if _, err := dyn.Resource(gvr).Namespace("default").Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Restart(); err != nil { // returns when the server reports ready
+	if err := crdSrv.Restart(); err != nil { // returns when the server reports ready
 		t.Fatal(err)
 	}
 	_, dyn, _ = clients(t)

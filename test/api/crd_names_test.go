@@ -1,4 +1,4 @@
-package crd
+package api
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 // ShortNamesConflict); the CRD stays Established and its custom resources stay reachable
 // under the names it had, as with kube-apiserver. Dropping the name accepts the names again.
 func TestConflictingShortNameKeepsCRDServed(t *testing.T) {
+	crdSuite.Need(t)
 	ext, _, cfg := clients(t)
 	ctx := ctxT(t, 2*time.Minute)
 	crds := ext.ApiextensionsV1().CustomResourceDefinitions()

@@ -1,4 +1,4 @@
-package crd
+package api
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 // TestDynamicInformer: a client-go dynamic informer on a custom resource (streaming list,
 // on by default in client-go 0.37) syncs and sees adds, updates and deletes.
 func TestDynamicInformer(t *testing.T) {
+	crdSuite.Need(t)
 	ext, dyn, _ := clients(t)
 	ctx := ctxT(t, 60*time.Second)
 	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, simpleCRD(t, "informer.example.com", "probes", "Probe"), metav1.CreateOptions{}); err != nil {

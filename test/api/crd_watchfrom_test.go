@@ -1,4 +1,4 @@
-package crd
+package api
 
 import (
 	"testing"
@@ -16,6 +16,7 @@ import (
 // DELETED must arrive (it used to answer 410 "too old resource version", because the
 // resource's watch cache started with the first watch, after both writes).
 func TestWatchFromCreateRevision(t *testing.T) {
+	crdSuite.Need(t)
 	ext, dyn, _ := clients(t)
 	ctx := ctxT(t, 60*time.Second)
 	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, simpleCRD(t, "watchfrom.example.com", "marks", "Mark"), metav1.CreateOptions{}); err != nil {

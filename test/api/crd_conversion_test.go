@@ -1,4 +1,4 @@
-package crd
+package api
 
 import (
 	"context"
@@ -179,6 +179,7 @@ const hostsCRD = `{"metadata":{"name":"hosts.%s"},"spec":{"group":%q,"scope":"Na
 // object and trims storedVersions; a webhook that is down or answers garbage fails the
 // request with a clear Status and the server keeps serving.
 func TestWebhookConversion(t *testing.T) {
+	crdSuite.Need(t)
 	ext, _, _ := clients(t)
 	ctx := ctxT(t, 90*time.Second)
 	hook := &conversionWebhook{}
@@ -273,7 +274,7 @@ func storedAPIVersion(t *testing.T, name string) string {
 // storedObject reads a custom resource of namespace default as stored in etcd.
 func storedObject(t *testing.T, group, resource, name string) *unstructured.Unstructured {
 	t.Helper()
-	obj, err := srv.Inner().Store.Get(context.Background(), storage.Key(group, resource, "default", name))
+	obj, err := crdSrv.Inner().Store.Get(context.Background(), storage.Key(group, resource, "default", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,6 +291,7 @@ func host(apiVersion, name string, spec map[string]any) *unstructured.Unstructur
 // returned); of metadata, it may change labels and annotations only; an invalid label fails
 // the request with a clear Status, and nothing is stored.
 func TestWebhookConversionPrunes(t *testing.T) {
+	crdSuite.Need(t)
 	ctx := ctxT(t, 60*time.Second)
 	hook := &conversionWebhook{}
 	hook.mode.Store("meddle")
@@ -346,6 +348,7 @@ func TestWebhookConversionPrunes(t *testing.T) {
 // TestWebhookConversionV1beta1: a CRD whose conversionReviewVersions is [v1beta1] gets
 // ConversionReviews v1beta1, from a webhook that refuses v1, both ways.
 func TestWebhookConversionV1beta1(t *testing.T) {
+	crdSuite.Need(t)
 	ctx := ctxT(t, 60*time.Second)
 	hook := &conversionWebhook{only: "apiextensions.k8s.io/v1beta1"}
 	_, url, caPEM := startWebhook(t, hook)
@@ -388,6 +391,7 @@ const gadgetsCRD = `{"metadata":{"name":"gadgets.%s"},"spec":{"group":%q,"scope"
 // version it is converted to: a field only v1 has is not stored when v1alpha1 is the
 // storage version, and not returned by reads (get, list, watch) in v1alpha1 when v1 is.
 func TestConversionNonePrunes(t *testing.T) {
+	crdSuite.Need(t)
 	ext, dyn, _ := clients(t)
 	ctx := ctxT(t, 60*time.Second)
 	gadgets := func(t *testing.T, group string, storageV1 bool) (v1alpha1, v1 dynamic.ResourceInterface) {

@@ -1,4 +1,4 @@
-package crd
+package api
 
 import (
 	"context"
@@ -30,6 +30,7 @@ const gearsCRD = `{"metadata":{"name":"gears.select.example.com"},"spec":{"group
 // watch (an object that stops matching arrives as DELETED, one that starts as ADDED) — and
 // any other field label is refused with 400 "field label not supported".
 func TestSelectableFields(t *testing.T) {
+	crdSuite.Need(t)
 	ext, dyn, _ := clients(t)
 	ctx := ctxT(t, 90*time.Second)
 	crds := ext.ApiextensionsV1().CustomResourceDefinitions()
@@ -174,6 +175,7 @@ const linksCRD = `{"metadata":{"name":"links.conv.example.com"},"spec":{"group":
 // object in that version — converted by the CRD's webhook when it is stored in another —
 // as kube-apiserver, which filters objects after conversion.
 func TestSelectableFieldsAcrossVersions(t *testing.T) {
+	crdSuite.Need(t)
 	ext, dyn, _ := clients(t)
 	ctx := ctxT(t, 60*time.Second)
 	hook := &conversionWebhook{}
