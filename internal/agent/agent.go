@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"kubeos.dev/kube/internal/agent/cgroups"
 	"kubeos.dev/kube/internal/agent/cni"
 	"kubeos.dev/kube/internal/agent/eviction"
 	"kubeos.dev/kube/internal/agent/images"
@@ -93,6 +94,11 @@ type Options struct {
 	// default) leaves the pods running. ShutdownGracePeriodCriticalPods is the part of it
 	// kept for critical pods, stopped last.
 	ShutdownGracePeriod, ShutdownGracePeriodCriticalPods time.Duration
+	// CgroupRoot is the parent of the pods' kubepods cgroup (the kubelet's --cgroup-root,
+	// default "/"); NoCgroupsPerQOS leaves pod cgroups to the runtime's defaults (the
+	// kubelet's --cgroups-per-qos=false).
+	CgroupRoot      string
+	NoCgroupsPerQOS bool
 	// Log receives the agent's messages.
 	Log *slog.Logger
 }
@@ -126,6 +132,9 @@ func (o *Options) Defaults() {
 	}
 	if o.EvictionHard == "" {
 		o.EvictionHard = eviction.DefaultHard
+	}
+	if o.CgroupRoot == "" {
+		o.CgroupRoot = "/"
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -285,6 +294,16 @@ func (a *Agent) Run(outer context.Context) error {
 	}
 	// ClusterFirst pods' nameserver: --cluster-dns, else the kube-dns Service's address.
 	clusterDNS := a.clusterDNSServers(ctx)
+	var hier *cgroups.Hierarchy
+	if !o.NoCgroupsPerQOS {
+		if hier, err = cgroups.New("", o.CgroupRoot); err == nil {
+			err = hier.EnsureNode(a.allocatable)
+		}
+		if err != nil {
+			return fmt.Errorf("agent: pod cgroups (--cgroups-per-qos=false runs without them): %w", err)
+		}
+		defer hier.Close()
+	}
 	mgr := pods.New(pods.Options{
 		NodeName: o.NodeName, Client: a.client, Runtime: cri.Runtime, Images: cri.Images,
 		RootDir: filepath.Join(o.DataDir, "kubelet"), LogDir: filepath.Join(o.DataDir, "pod-logs"),
@@ -292,6 +311,8 @@ func (a *Agent) Run(outer context.Context) error {
 		HostDNS:     a.hostDNS,
 		Allocatable: func() corev1.ResourceList { return a.allocatable },
 		HostIP:      func() string { return a.nodeIP },
+		Cgroups:     hier,
+		Admit:       a.admit,
 		Log:         a.log,
 	})
 	a.stats = stats.NewProvider(stats.Options{NodeName: o.NodeName, Runtime: cri.Runtime, Images: cri.Images, Pods: mgr.Pods,

@@ -15,10 +15,24 @@ const (
 	shutdownReason   = "Terminated"
 	shutdownMessage  = "Pod was terminated in response to imminent node shutdown."
 	shutdownNotReady = "node is shutting down"
+	// The kubelet's refusal of a pod that arrives during the shutdown.
+	shutdownRejectReason  = "NodeShutdown"
+	shutdownRejectMessage = "Pod was rejected as the node is shutting down."
 	// systemCriticalPriority is scheduling's SystemCriticalPriority: pods at or above it
 	// are the critical ones, stopped last.
 	systemCriticalPriority = 2000000000
 )
+
+// admit refuses new pods once the node is shutting down, as the kubelet's node shutdown
+// manager does.
+func (a *Agent) admit(*corev1.Pod) (reason, message string, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.shuttingDown {
+		return shutdownRejectReason, shutdownRejectMessage, false
+	}
+	return "", "", true
+}
 
 // shutdownGroup is pods stopped together within period.
 type shutdownGroup struct {

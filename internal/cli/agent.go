@@ -49,6 +49,7 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 	var o agent.Options
 	var kubeconfig, logLevel, serverURL, token, caFile string
 	var cleanup, rotate bool
+	cgroupsPerQOS := true
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run a node agent: register a Node and run the pods bound to it through CRI (containerd)",
@@ -59,6 +60,7 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 				return err
 			}
 			o.Log = log
+			o.NoCgroupsPerQOS = !cgroupsPerQOS
 			if cleanup {
 				return runAgentCleanup(cmd.Context(), out, o)
 			}
@@ -142,6 +144,8 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 	f.DurationVar(&o.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", 5*time.Minute, "how long a MemoryPressure or DiskPressure condition stays after its threshold is no longer met")
 	f.DurationVar(&o.ShutdownGracePeriod, "shutdown-grace-period", 0, "on SIGTERM, stop the node's pods (lowest priority first) within this time before exiting; 0 leaves them running")
 	f.DurationVar(&o.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", 0, "the part of --shutdown-grace-period kept for critical pods (priority system-cluster-critical and above), stopped last")
+	f.StringVar(&o.CgroupRoot, "cgroup-root", "/", "parent cgroup of the pods' kubepods hierarchy (kubepods/{burstable,besteffort}/pod<uid>)")
+	f.BoolVar(&cgroupsPerQOS, "cgroups-per-qos", true, "give every pod its cgroup in the kubelet's QoS hierarchy; false leaves pod cgroups to the runtime")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&cleanup, "cleanup", false, "remove what the agent's networking put on this node (nftables tables, DNS link, routes; the same table/interface/CIDR flags as its run) and exit")
 	return cmd

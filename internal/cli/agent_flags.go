@@ -19,6 +19,7 @@ func addAgentServerFlags(f *pflag.FlagSet, o *server.AgentOptions) {
 	f.StringVar(&o.AgentContainerdProxy, "agent-containerd-proxy", "", "HTTP(S)_PROXY of the in-process agent's containerd")
 	f.StringVar(&o.AgentImageDir, "agent-image-dir", "", "directory of image archives (*.tar) the in-process agent imports at start")
 	f.StringVar(&o.AgentEvictionHard, "agent-eviction-hard", server.InProcessEvictionHard, "the in-process agent's hard eviction thresholds (kube agent's --eviction-hard syntax; memory only by default: it shares its disk with etcd; \"none\": no threshold)")
+	f.StringVar(&o.AgentCgroupRoot, "agent-cgroup-root", "/", "parent cgroup of the in-process agent's kubepods hierarchy")
 	f.StringSliceVar(&o.AgentClusterDNS, "agent-cluster-dns", nil, "cluster DNS servers for the in-process agent's ClusterFirst pods")
 	f.StringVar(&o.AgentResolvConf, "agent-resolv-conf", "/etc/resolv.conf", "resolv.conf of the in-process agent's dnsPolicy Default pods")
 	addAgentServicesFlags(f, "agent-", &o.AgentServices)

@@ -38,6 +38,8 @@ type AgentOptions struct {
 	// AgentEvictionHard are the in-process agent's hard eviction thresholds (--eviction-hard
 	// syntax; default InProcessEvictionHard).
 	AgentEvictionHard string
+	// AgentCgroupRoot is the parent of the in-process agent's kubepods cgroup (default "/").
+	AgentCgroupRoot string
 	// AgentClusterDNS and AgentResolvConf make the pods' resolv.conf.
 	AgentClusterDNS []string
 	AgentResolvConf string
@@ -101,7 +103,7 @@ func (s *Server) startAgent(ctx context.Context, wg *sync.WaitGroup) error {
 		ImageDir: o.AgentImageDir, ClusterDNS: o.AgentClusterDNS, ResolvConf: o.AgentResolvConf,
 		ServiceCIDR: strings.Split(s.opts.ServiceClusterIPRange, ",")[0],
 		Services:    o.AgentServices, DNS: o.AgentDNS, NetworkPolicy: o.AgentNetworkPolicy,
-		Gateway: o.AgentGateway, EvictionHard: evictionHard,
+		Gateway: o.AgentGateway, EvictionHard: evictionHard, CgroupRoot: o.AgentCgroupRoot,
 		Log: s.opts.Log,
 	})
 	if err != nil {

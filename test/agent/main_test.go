@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"kubeos.dev/kube/internal/agent"
+	"kubeos.dev/kube/internal/agent/cgroups"
 	"kubeos.dev/kube/internal/agent/images"
 	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 	"kubeos.dev/kube/internal/server"
@@ -45,6 +46,8 @@ var (
 	podCIDR  string
 	agentDir string
 	imageDir string
+	// cgroupRoot holds every agent's kubepods hierarchy in this package (removed at the end).
+	cgroupRoot string
 )
 
 func TestMain(m *testing.M) {
@@ -65,6 +68,7 @@ func run(m *testing.M) int {
 	podCIDR = fmt.Sprintf("10.234.%d.0/24", n)
 	agentDir = filepath.Join(dir, "agent")
 	imageDir = filepath.Join(dir, "images")
+	cgroupRoot = fmt.Sprintf("/kube-t%d", os.Getpid())
 	forward, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	defer os.WriteFile("/proc/sys/net/ipv4/ip_forward", forward, 0o644)
 	defer agent.Cleanup(context.Background(), bridge, podCIDR)
@@ -98,6 +102,7 @@ func run(m *testing.M) int {
 		o.AgentImageDir = imageDir
 		o.AgentContainerdProxy = "http://127.0.0.1:9"
 		o.AgentResolvConf = filepath.Join(dir, "resolv.conf")
+		o.AgentCgroupRoot = cgroupRoot
 		// The server's node IPAM gives the node its pod CIDR, the whole cluster CIDR here.
 		o.ClusterCIDR = podCIDR
 		o.NodeCIDRMaskSize = 24
@@ -114,6 +119,11 @@ func run(m *testing.M) int {
 		srv.Stop()
 		removeSandboxes(agentDir)
 		unmountUnder(dir)
+		if h, err := cgroups.New("", cgroupRoot); err == nil {
+			if err := h.Remove(); err != nil {
+				fmt.Fprintln(os.Stderr, "cgroups left:", err)
+			}
+		}
 	}()
 	code = m.Run()
 	return code

@@ -76,10 +76,13 @@ func startAgentProcessWith(t *testing.T, node, cidr, br string, auth []string, e
 	a := &agentProcess{t: t, dataDir: data, log: logf, args: append(append(args,
 		"--data-dir", filepath.Join(data, "d"), "--node-name", node, "--port", "0", "--pod-cidr", cidr, "--cluster-cidr", cidr,
 		"--bridge", br, "--containerd-proxy", "http://127.0.0.1:9", "--image-dir", imageDir,
-		"--resolv-conf", filepath.Join(dir, "resolv.conf"),
+		"--resolv-conf", filepath.Join(dir, "resolv.conf"), "--cgroup-root", cgroupRoot,
 		// Pods only: Service networking is test/services-net's, test/dns's and test/netpol's
 		// (it would program the host's nftables and links outside this package's names).
-		"--services=false", "--dns=false", "--network-policy=false", "--node-routes=false", "--gateway=false"), extra...)}
+		"--services=false", "--dns=false", "--network-policy=false", "--node-routes=false", "--gateway=false",
+		// Memory only, as the in-process agent: with the kubelet's disk thresholds a shared
+		// machine under 15 % free disk evicts the tests' pods (extra may set its own).
+		"--eviction-hard", "memory.available<100Mi"), extra...)}
 	t.Cleanup(func() {
 		// The agent goes first (SIGKILL: its containerd stays up), so that nothing makes
 		// sandboxes while they are removed.

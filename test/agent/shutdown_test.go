@@ -7,13 +7,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // TestGracefulNodeShutdown: SIGTERM to `kube agent --shutdown-grace-period 30s
 // --shutdown-grace-period-critical-pods 10s` stops its regular pod first and its critical
 // pod (system-node-critical) after it, each through its SIGTERM handler (exit code 0, not
 // SIGKILL's 137), writes the kubelet's graceful-shutdown status on both, reports the node
-// NotReady ("node is shutting down"), and exits 0.
+// NotReady ("node is shutting down"), refuses a pod bound to it meanwhile (phase Failed,
+// reason NodeShutdown, as the kubelet's admission), and exits 0.
 func TestGracefulNodeShutdown(t *testing.T) {
 	t.Parallel()
 	cs := clientset(t)
@@ -26,9 +28,11 @@ func TestGracefulNodeShutdown(t *testing.T) {
 	ctx := ctxT(t, 5*time.Minute)
 	waitNode(t, cs, node, 2*time.Minute, "Ready", nodeReady)
 
-	// Each pod ends on SIGTERM with exit code 0 (the trap runs between two sleeps).
+	// Each pod ends on SIGTERM with exit code 0 (the trap runs between two sleeps); the
+	// regular one takes 10 s over it, the window in which a new pod is refused.
 	const script = "trap 'echo stopping; exit 0' TERM; echo up; while true; do sleep 1; done"
-	regular := busyboxPod("regular", node, script)
+	regular := busyboxPod("regular", node, "trap 'echo stopping; sleep 10; exit 0' TERM; echo up; while true; do sleep 1; done")
+	regular.Spec.TerminationGracePeriodSeconds = ptr.To[int64](15)
 	critical := busyboxPod(node+"-critical", node, script)
 	critical.Namespace = "kube-system"
 	critical.Spec.PriorityClassName = "system-node-critical"
@@ -50,6 +54,21 @@ func TestGracefulNodeShutdown(t *testing.T) {
 
 	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
+	}
+	waitNode(t, cs, node, 30*time.Second, "NotReady, shutting down", func(n *corev1.Node) bool {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionFalse && c.Message == "node is shutting down"
+			}
+		}
+		return false
+	})
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, busyboxPod("late", node, script), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	late := waitPod(t, cs, ns, "late", 30*time.Second, "refused", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	if late.Status.Reason != "NodeShutdown" || late.Status.Message != "Pod was rejected: Pod was rejected as the node is shutting down." || len(late.Status.ContainerStatuses) != 0 {
+		t.Errorf("pod bound during the shutdown: reason %q, message %q, containers %+v", late.Status.Reason, late.Status.Message, late.Status.ContainerStatuses)
 	}
 	done := make(chan error, 1)
 	cmd := a.cmd

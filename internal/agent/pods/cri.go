@@ -58,6 +58,9 @@ func (m *Manager) sandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.Pod
 			cfg.PortMappings = append(cfg.PortMappings, &runtimeapi.PortMapping{Protocol: proto, ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP})
 		}
 	}
+	if m.opts.Cgroups != nil {
+		cfg.Linux.CgroupParent = m.opts.Cgroups.PodParent(pod)
+	}
 	for _, s := range ptr.Deref(pod.Spec.SecurityContext, corev1.PodSecurityContext{}).Sysctls {
 		if cfg.Linux.Sysctls == nil {
 			cfg.Linux.Sysctls = map[string]string{}

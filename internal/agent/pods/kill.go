@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // reasonEvicted is the kubelet's reason for an evicted pod.
@@ -19,7 +17,7 @@ const reasonEvicted = "Evicted"
 
 // Kill stops the pod uid as the kubelet's eviction manager and graceful node shutdown do:
 // each running container's preStop hook and stop signal within grace seconds (SIGKILL at
-// its end), the sandbox stopped, and the pod's status written terminal — phase Failed,
+// its end; sidecars last, in reverse order, as on deletion: stopAll), the sandbox stopped, and the pod's status written terminal — phase Failed,
 // reason and message, and the DisruptionTarget condition (reason TerminationByKubelet).
 // The pod stays in the API, where its controller sees it failed; its worker starts nothing
 // for it again. It returns once the status is written.
@@ -43,36 +41,15 @@ func (m *Manager) Kill(ctx context.Context, uid types.UID, grace int64, reason, 
 		// The kubelet's eviction manager records the eviction on the pod.
 		m.recorder.Event(pod, corev1.EventTypeWarning, reason, message)
 	}
-	byName, err := w.containers(ctx)
-	if err != nil {
+	if err := w.stopAll(ctx, pod, grace); err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(time.Duration(grace) * time.Second)
-	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		list := byName[c.Name]
-		if len(list) == 0 || list[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
-			continue
-		}
-		id := list[0].Id
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
-				w.preStop(ctx, pod, &c, id, grace)
-			}
-			m.event(pod, "Killing", "Stopping container "+c.Name)
-			if err := m.opts.Runtime.StopContainer(ctx, id, max(int64(time.Until(deadline).Seconds()), 1)); err != nil {
-				m.event(pod, "FailedKillPod", err.Error())
-			}
-		}()
-	}
-	wg.Wait()
+	m.probes.forgetPod(w.uid)
 	sbs, _ := w.sandboxes(ctx)
 	for _, sb := range sbs {
 		_ = m.opts.Runtime.StopPodSandbox(ctx, sb.Id)
 	}
-	byName, err = w.containers(ctx)
+	byName, err := w.containers(ctx)
 	if err != nil {
 		return err
 	}

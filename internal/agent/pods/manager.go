@@ -20,7 +20,10 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	resourcehelper "k8s.io/component-helpers/resource"
 	internalapi "k8s.io/cri-api/pkg/apis"
+
+	"kubeos.dev/kube/internal/agent/cgroups"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -45,6 +48,13 @@ type Options struct {
 	Allocatable func() corev1.ResourceList
 	// HostIP is the node's address in pod status.
 	HostIP func() string
+	// Cgroups, when set, gives every pod its cgroup in the kubelet's QoS hierarchy (the
+	// sandbox's CgroupParent); nil leaves the cgroups to the runtime's defaults.
+	Cgroups *cgroups.Hierarchy
+	// Admit, when set, is asked once for each new pod before anything of it runs; a
+	// refusal (ok false) fails the pod as the kubelet's rejectPod does: phase Failed with
+	// reason and "Pod was rejected: "+message, and a warning event.
+	Admit func(pod *corev1.Pod) (reason, message string, ok bool)
 	// Log receives the manager's messages.
 	Log *slog.Logger
 }
@@ -122,6 +132,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), m.informer.HasSynced) {
 		return ctx.Err()
 	}
+	go m.relist(ctx)
 	// Pods whose containers run but which were not seen yet (the agent restarted) get a
 	// worker from the informer's initial list; sandboxes of pods gone meanwhile go here.
 	tick := time.NewTicker(10 * time.Second)
@@ -202,7 +213,38 @@ func (m *Manager) housekeeping(ctx context.Context) {
 		}
 		m.opts.Log.Info("removing sandbox of a pod no longer here", "pod", key, "uid", uid, "sandbox", sb.Id)
 		m.teardownSandbox(ctx, sb.Id, 2)
+		m.removePodCgroup(uid)
 		_ = os.RemoveAll(filepath.Join(m.opts.RootDir, "pods", string(uid)))
+	}
+	m.setBurstableShares()
+}
+
+// removePodCgroup removes the pod's cgroup once its sandboxes are gone.
+func (m *Manager) removePodCgroup(uid types.UID) {
+	if m.opts.Cgroups == nil {
+		return
+	}
+	if err := m.opts.Cgroups.RemovePod(uid); err != nil {
+		m.opts.Log.Debug("remove pod cgroup", "uid", uid, "err", err)
+	}
+}
+
+// setBurstableShares gives the burstable QoS cgroup the CPU requests of the node's
+// running Burstable pods, as the kubelet's QoS manager does.
+func (m *Manager) setBurstableShares() {
+	if m.opts.Cgroups == nil {
+		return
+	}
+	milli := int64(0)
+	for _, p := range m.Pods() {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || cgroups.QOSDir(p) != "burstable" {
+			continue
+		}
+		reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+		milli += reqs.Cpu().MilliValue()
+	}
+	if err := m.opts.Cgroups.SetBurstable(milli); err != nil {
+		m.opts.Log.Debug("burstable cgroup", "err", err)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+	"k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
 	"k8s.io/utils/ptr"
 )
 
@@ -43,6 +44,14 @@ type worker struct {
 	// (kill.go), nothing starts again.
 	syncMu sync.Mutex
 	killed bool
+
+	// admitted: the pod passed Options.Admit (or already had a sandbox when first seen).
+	admitted bool
+
+	// settled: the last sync found nothing to do and nothing waiting on a clock (every
+	// container running, no back-off, or the pod terminal), so the worker waits for a
+	// poke (informer, relist, probes) or idleResync instead of polling every second.
+	settled bool
 }
 
 func newWorker(m *Manager, pod *corev1.Pod) *worker {
@@ -57,8 +66,9 @@ func (w *worker) poke() {
 	}
 }
 
-// run syncs until the pod is gone: on every change of the pod or its probes, and every
-// second (how the agent notices container exits).
+// run syncs until the pod is gone: on every change of the pod, its probes or its
+// runtime state (the relist, pleg.go), every second while the pod is on its way (back-off,
+// starting containers), and every idleResync once it is settled.
 func (w *worker) run(ctx context.Context) {
 	for {
 		pod := w.m.pod(w.key, w.uid)
@@ -70,12 +80,19 @@ func (w *worker) run(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			w.m.opts.Log.Warn("pod sync", "pod", w.key, "err", err)
 		}
+		wait := time.Second
+		if err == nil && w.settled {
+			wait = idleResync
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-w.wake:
-		case <-time.After(time.Second):
+		case <-t.C:
 		}
+		t.Stop()
 	}
 }
 
@@ -89,6 +106,7 @@ func (w *worker) syncSafely(ctx context.Context, pod *corev1.Pod) (err error) {
 	}()
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
+	w.settled = false
 	if pod.DeletionTimestamp != nil {
 		return w.terminate(ctx, pod)
 	}
@@ -104,6 +122,7 @@ func (w *worker) gone(ctx context.Context) {
 	for _, sb := range sbs {
 		w.m.teardownSandbox(ctx, sb.Id, 2)
 	}
+	w.m.removePodCgroup(w.uid)
 	w.m.probes.forgetPod(w.uid)
 	_ = os.RemoveAll(filepath.Join(w.m.opts.RootDir, "pods", string(w.uid)))
 }
@@ -150,12 +169,19 @@ func (w *worker) sync(ctx context.Context, pod *corev1.Pod) error {
 	m := w.m
 	obs := observation{HostIP: m.opts.HostIP()}
 	if p := w.oldStatus(pod).Phase; p == corev1.PodSucceeded || p == corev1.PodFailed {
+		w.settled = true
 		return nil // terminal: nothing runs again; the containers stay for their logs
 	}
 	sbs, err := w.sandboxes(ctx)
 	if err != nil {
 		return err
 	}
+	if !w.admitted && len(sbs) == 0 && m.opts.Admit != nil {
+		if reason, msg, ok := m.opts.Admit(pod); !ok {
+			return w.reject(ctx, pod, reason, msg)
+		}
+	}
+	w.admitted = true
 	var sandbox *runtimeapi.PodSandbox
 	if len(sbs) > 0 && sbs[0].State == runtimeapi.PodSandboxState_SANDBOX_READY {
 		sandbox = sbs[0]
@@ -189,6 +215,12 @@ func (w *worker) sync(ctx context.Context, pod *corev1.Pod) error {
 		}
 		if err := os.MkdirAll(m.podLogDir(pod), 0o755); err != nil {
 			return err
+		}
+		if m.opts.Cgroups != nil {
+			if _, err := m.opts.Cgroups.EnsurePod(pod); err != nil {
+				m.event(pod, "FailedCreatePodSandBox", "Failed to create pod sandbox: "+err.Error())
+				return fmt.Errorf("pod cgroup: %w", err)
+			}
 		}
 		cfg := m.sandboxConfig(pod, attempt)
 		id, err := m.opts.Runtime.RunPodSandbox(ctx, cfg, "")
@@ -305,7 +337,44 @@ func (w *worker) sync(ctx context.Context, pod *corev1.Pod) error {
 		w.stopContainers(ctx, pod, sidecars, obs.PodIP, grace)
 		w.poke()
 	}
+	w.settled = len(sidecars) == 0 && settled(obs)
 	return w.writeStatus(ctx, pod, obs)
+}
+
+// settled reports whether obs leaves nothing to do until something changes: no container
+// waiting (a back-off or a start has a clock) and every container that will run again
+// running. Pure.
+func settled(obs observation) bool {
+	for _, list := range [][]containerObs{obs.Init, obs.Containers, obs.Ephemeral} {
+		for _, o := range list {
+			if o.Waiting != nil || o.Latest == nil {
+				return false
+			}
+			if o.Latest.State == runtimeapi.ContainerState_CONTAINER_CREATED || o.Latest.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// reject fails a pod the node did not admit, as the kubelet's rejectPod: a warning event
+// and the terminal status, nothing run.
+func (w *worker) reject(ctx context.Context, pod *corev1.Pod, reason, message string) error {
+	if w.m.recorder != nil {
+		w.m.recorder.Event(pod, corev1.EventTypeWarning, reason, message)
+	}
+	p := pod.DeepCopy()
+	p.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason, Message: "Pod was rejected: " + message,
+		QOSClass: qos.GetPodQOS(pod), StartTime: p.Status.StartTime}
+	out, err := w.m.opts.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("reject: %w", err)
+	}
+	w.last = &out.Status
+	w.lastRV, _ = strconv.ParseInt(out.ResourceVersion, 10, 64)
+	w.settled = true
+	return nil
 }
 
 // containerKind is where a container is in the pod's spec; it decides its restarts.
@@ -394,10 +463,21 @@ func (w *worker) ensure(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 			}
 			return
 		case runtimeapi.ContainerState_CONTAINER_CREATED:
+			// Created but not started (the agent stopped in between): start it now, its
+			// postStart hook included.
 			if err := m.opts.Runtime.StartContainer(ctx, l.Id); err != nil {
 				o.Waiting = &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: err.Error()}
 				w.waiting[c.Name] = o.Waiting
+				return
 			}
+			m.event(pod, "Started", "Started container "+c.Name)
+			if wt := w.postStart(ctx, pod, c, l.Id, podIP); wt != nil {
+				o.Waiting = wt
+				w.waiting[c.Name] = wt
+				return
+			}
+			delete(w.waiting, c.Name)
+			w.poke()
 			return
 		case runtimeapi.ContainerState_CONTAINER_EXITED:
 			if !shouldRestart(pod, c, kind, l.ExitCode) {
@@ -479,13 +559,22 @@ func (w *worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container
 		return &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: err.Error()}
 	}
 	m.event(pod, "Started", "Started container "+c.Name)
-	if h := c.Lifecycle; h != nil && h.PostStart != nil {
-		if err := m.runHook(ctx, pod, c, id, podIP, h.PostStart); err != nil {
-			m.opts.Log.Info("postStart hook failed", "pod", w.key, "container", c.Name, "err", err)
-			m.event(pod, "FailedPostStartHook", "PostStartHook failed: "+err.Error())
-			w.stopContainers(ctx, pod, []stopping{{spec: c, id: id, message: "FailedPostStartHook"}}, podIP, ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, 30))
-			return &corev1.ContainerStateWaiting{Reason: "PostStartHookError", Message: err.Error()}
-		}
+	return w.postStart(ctx, pod, c, id, podIP)
+}
+
+// postStart runs c's postStart hook, if any, on its just-started container id; a failing
+// hook kills the container and the result says why it waits.
+func (w *worker) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id, podIP string) *corev1.ContainerStateWaiting {
+	m := w.m
+	h := c.Lifecycle
+	if h == nil || h.PostStart == nil {
+		return nil
+	}
+	if err := m.runHook(ctx, pod, c, id, podIP, h.PostStart); err != nil {
+		m.opts.Log.Info("postStart hook failed", "pod", w.key, "container", c.Name, "err", err)
+		m.event(pod, "FailedPostStartHook", "PostStartHook failed: "+err.Error())
+		w.stopContainers(ctx, pod, []stopping{{spec: c, id: id, message: "FailedPostStartHook"}}, podIP, ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, 30))
+		return &corev1.ContainerStateWaiting{Reason: "PostStartHookError", Message: err.Error()}
 	}
 	return nil
 }
@@ -599,6 +688,49 @@ func (w *worker) terminate(ctx context.Context, pod *corev1.Pod) error {
 	m := w.m
 	grace := ptr.Deref(pod.DeletionGracePeriodSeconds, ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, 30))
 	grace = max(grace, 2)
+	if err := w.stopAll(ctx, pod, grace); err != nil {
+		return err
+	}
+	m.probes.forgetPod(w.uid)
+	// The final status: every container terminated.
+	byName, err := w.containers(ctx)
+	if err != nil {
+		return err
+	}
+	obs := observation{HostIP: m.opts.HostIP()}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		obs.Init = append(obs.Init, terminatedObs(c, byName[c.Name]))
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		obs.Containers = append(obs.Containers, terminatedObs(c, byName[c.Name]))
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		c := (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		obs.Ephemeral = append(obs.Ephemeral, terminatedObs(c, byName[c.Name]))
+	}
+	sbs, _ := w.sandboxes(ctx)
+	for _, sb := range sbs {
+		m.teardownSandbox(ctx, sb.Id, 1)
+	}
+	m.removePodCgroup(pod.UID)
+	if err := w.writeFinalStatus(ctx, pod, obs); err != nil {
+		return err
+	}
+	_ = os.RemoveAll(filepath.Join(m.opts.RootDir, "pods", string(pod.UID)))
+	_ = os.RemoveAll(m.podLogDir(pod))
+	err = m.opts.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("final delete: %w", err)
+	}
+	return nil
+}
+
+// stopAll stops every running container of pod within grace seconds in the kubelet's
+// order (stopContainers: preStop hooks, regular and ephemeral containers, then sidecars
+// in reverse).
+func (w *worker) stopAll(ctx context.Context, pod *corev1.Pod, grace int64) error {
 	byName, err := w.containers(ctx)
 	if err != nil {
 		return err
@@ -620,41 +752,9 @@ func (w *worker) terminate(ctx context.Context, pod *corev1.Pod) error {
 	}
 	podIP := ""
 	if sbs, _ := w.sandboxes(ctx); len(sbs) > 0 {
-		podIP = m.podIP(ctx, pod, sbs[0].Id)
+		podIP = w.m.podIP(ctx, pod, sbs[0].Id)
 	}
 	w.stopContainers(ctx, pod, list, podIP, grace)
-	m.probes.forgetPod(w.uid)
-	// The final status: every container terminated.
-	byName, err = w.containers(ctx)
-	if err != nil {
-		return err
-	}
-	obs := observation{HostIP: m.opts.HostIP()}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		obs.Init = append(obs.Init, terminatedObs(c, byName[c.Name]))
-	}
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		obs.Containers = append(obs.Containers, terminatedObs(c, byName[c.Name]))
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		c := (*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-		obs.Ephemeral = append(obs.Ephemeral, terminatedObs(c, byName[c.Name]))
-	}
-	sbs, _ := w.sandboxes(ctx)
-	for _, sb := range sbs {
-		m.teardownSandbox(ctx, sb.Id, 1)
-	}
-	if err := w.writeFinalStatus(ctx, pod, obs); err != nil {
-		return err
-	}
-	_ = os.RemoveAll(filepath.Join(m.opts.RootDir, "pods", string(pod.UID)))
-	_ = os.RemoveAll(m.podLogDir(pod))
-	err = m.opts.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("final delete: %w", err)
-	}
 	return nil
 }
 

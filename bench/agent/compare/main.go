@@ -1,0 +1,527 @@
+// Command compare measures `kube agent` beside the real kubelet v1.37.2 on this machine,
+// against one `kube server`, as issue 16's performance section asks:
+//
+//   - pod startup: N busybox pods created at once, then N one after another (each after
+//     the previous is Ready), timed from the client's create call to the watch event that
+//     shows the pod Ready (milliseconds, the same watcher for both sides);
+//   - idle cost: 110 idle pods on the node, then the node process's own CPU seconds
+//     (utime+stime from /proc, children excluded) over -hold, and its RSS.
+//
+//	go build -o /tmp/kube ./cmd/kube && go build -o /tmp/agentcmp ./bench/agent/compare
+//	flock /tmp/kube-bench.lock /tmp/agentcmp -kube /tmp/kube -k8s-bin /tmp/k8s/bin
+//
+// The kubelet runs through ../shared/peers/run-kubelet.sh (its own containerd 1.6 + runc,
+// the local pause and busybox images, node name localhost); the agent is `kube agent`
+// with its own containerd (the same Debian binaries, started and supervised by the
+// agent), the same busybox image archive imported through --image-dir, and the node
+// features the kubelet does not have turned off (Service proxy, DNS, NetworkPolicy,
+// gateway: kube-proxy and CoreDNS are separate processes upstream). The two sides run one
+// after the other, kubelet first, so neither measures beside the other's pods. Both use
+// the server's admin kubeconfig. Must run as root.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+var (
+	kubeBin = flag.String("kube", "./kube", "the kube binary")
+	k8sBin  = flag.String("k8s-bin", "/tmp/k8s/bin", "directory holding the kubelet v1.37.2 (../shared/peers/build-k8s.sh)")
+	peers   = flag.String("peers", "", "../shared/peers directory (default: next to the module)")
+	n       = flag.Int("n", 30, "pods per startup run")
+	idle    = flag.Int("idle", 110, "idle pods for the CPU and RSS figure")
+	settle  = flag.Duration("settle", 30*time.Second, "wait after the idle pods are Ready before sampling")
+	hold    = flag.Duration("hold", 120*time.Second, "sampling window of the idle cost")
+	sides   = flag.String("sides", "kubelet,kube", "which node processes to measure, in order")
+	keep    = flag.Bool("keep", false, "keep the working directory")
+	busybox = flag.String("busybox", "", "busybox image archive for the agent (default: the one run-kubelet.sh wrote on the kubelet side)")
+)
+
+const image = "k8s.local/busybox:1.35"
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	dir, err := os.MkdirTemp("", "kube-agentcmp-")
+	if err != nil {
+		return err
+	}
+	if !*keep {
+		defer os.RemoveAll(dir)
+	}
+	if *peers == "" {
+		wd, _ := os.Getwd()
+		*peers = filepath.Join(wd, "..", "shared", "peers")
+	}
+	port := freePort()
+	srv := exec.Command(*kubeBin, "server", "--data-dir", filepath.Join(dir, "server"), "--secure-port", strconv.Itoa(port),
+		"--cluster-cidr", "10.239.0.0/16", "--node-cidr-mask-size", "24")
+	slog, _ := os.Create(filepath.Join(dir, "server.log"))
+	srv.Stdout, srv.Stderr = slog, slog
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	kcfg := filepath.Join(dir, "server", "kubeconfig")
+	cs, err := waitServer(kcfg)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("kube server on :%d, work dir %s\n", port, dir)
+	var rows []string
+	for _, side := range strings.Split(*sides, ",") {
+		var r result
+		switch side {
+		case "kubelet":
+			r, err = kubeletSide(cs, dir, kcfg)
+		case "kube":
+			r, err = agentSide(cs, dir, kcfg)
+		default:
+			err = fmt.Errorf("unknown side %q", side)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", side, err)
+		}
+		rows = append(rows, r.String(side))
+		fmt.Println(r.String(side))
+	}
+	fmt.Println("\nside    | batch p50 | batch p99 | serial p50 | serial p99 | idle CPU (cores) | idle RSS | runtime CPU (cores)")
+	for _, r := range rows {
+		fmt.Println(r)
+	}
+	return nil
+}
+
+type result struct {
+	batch, serial []time.Duration
+	cpu, rtCPU    float64 // cores over the hold
+	rssMB         float64
+	load          string
+}
+
+func (r result) String(side string) string {
+	return fmt.Sprintf("%-7s | %9s | %9s | %10s | %10s | %16.4f | %5.1f MB | %.4f   (load %s)", side,
+		pct(r.batch, 0.5), pct(r.batch, 0.99), pct(r.serial, 0.5), pct(r.serial, 0.99), r.cpu, r.rssMB, r.rtCPU, r.load)
+}
+
+func pct(d []time.Duration, q float64) string {
+	if len(d) == 0 {
+		return "-"
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(q * float64(len(s)))
+	if i >= len(s) {
+		i = len(s) - 1
+	}
+	return s[i].Round(time.Millisecond).String()
+}
+
+// kubeletSide starts containerd + the kubelet with run-kubelet.sh, measures, and stops them.
+func kubeletSide(cs *kubernetes.Clientset, dir, kcfg string) (result, error) {
+	state := filepath.Join(dir, "kubelet")
+	env := append(os.Environ(), "KUBELET_STATE="+state, "NODE_NAME=localhost", "CNI_BRIDGE=kbcmp1",
+		"POD_CIDR=10.238.0.0/24", "KUBELET_PORT="+strconv.Itoa(freePort()),
+		// Both sides evict on memory only: a shared machine's disk may fall under the
+		// kubelet's 15 % imagefs threshold while the bench runs.
+		"KUBELET_EXTRA_ARGS=--eviction-hard=memory.available<100Mi")
+	script := filepath.Join(*peers, "run-kubelet.sh")
+	start := exec.Command(script, kcfg, *k8sBin)
+	start.Env, start.Stdout, start.Stderr = env, os.Stdout, os.Stderr
+	stop := func() {
+		c := exec.Command(script, "stop")
+		c.Env, c.Stdout, c.Stderr = env, os.Stdout, os.Stderr
+		_ = c.Run()
+	}
+	defer stop()
+	if err := start.Run(); err != nil {
+		return result{}, fmt.Errorf("run-kubelet.sh: %w", err)
+	}
+	pids, err := readPids(filepath.Join(state, "pids"))
+	if err != nil {
+		return result{}, err
+	}
+	return measure(cs, "localhost", pids["kubelet"], pids["containerd"])
+}
+
+// agentSide starts `kube agent` with its own containerd, measures, and stops it.
+func agentSide(cs *kubernetes.Clientset, dir, kcfg string) (result, error) {
+	adir := filepath.Join(dir, "agent")
+	imgs := filepath.Join(dir, "agent-images")
+	if err := os.MkdirAll(imgs, 0o755); err != nil {
+		return result{}, err
+	}
+	// The kubelet side wrote the busybox archive; reuse it (same image, same bytes).
+	src := filepath.Join(dir, "kubelet", "images", "busybox.tar")
+	if *busybox != "" {
+		src = *busybox
+	}
+	if err := exec.Command("cp", src, filepath.Join(imgs, "busybox.tar")).Run(); err != nil {
+		return result{}, fmt.Errorf("busybox archive %s (run the kubelet side first): %w", src, err)
+	}
+	resolv := filepath.Join(dir, "resolv.conf")
+	_ = os.WriteFile(resolv, []byte("nameserver 127.0.0.1\noptions ndots:1\n"), 0o644)
+	const node = "kube-agent-node"
+	cmd := exec.Command(*kubeBin, "agent", "--kubeconfig", kcfg, "--data-dir", adir, "--node-name", node,
+		"--port", strconv.Itoa(freePort()), "--address", "127.0.0.1", "--bridge", "kbcmp2", "--cluster-cidr", "10.239.0.0/16",
+		"--image-dir", imgs, "--containerd-proxy", "http://127.0.0.1:9", "--resolv-conf", resolv,
+		"--services=false", "--dns=false", "--network-policy=false", "--gateway=false", "--node-routes=false",
+		"--eviction-hard", "memory.available<100Mi")
+	alog, _ := os.Create(filepath.Join(dir, "agent.log"))
+	cmd.Stdout, cmd.Stderr = alog, alog
+	if err := cmd.Start(); err != nil {
+		return result{}, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		cleanup := exec.Command(*kubeBin, "agent", "--cleanup", "--data-dir", adir, "--bridge", "kbcmp2", "--cluster-cidr", "10.239.0.0/16",
+			"--services=false", "--dns=false", "--network-policy=false", "--gateway=false", "--node-routes=false")
+		_ = cleanup.Run()
+		_ = exec.Command("ip", "link", "del", "kbcmp2").Run()
+	}()
+	if err := waitNodeReady(cs, node, 3*time.Minute); err != nil {
+		return result{}, err
+	}
+	ctrPid := 0
+	if b, err := os.ReadFile(filepath.Join(adir, "containerd", "containerd.pid")); err == nil {
+		ctrPid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	return measure(cs, node, cmd.Process.Pid, ctrPid)
+}
+
+// measure runs the three phases on node; pid is the node process, rtPid its runtime's.
+func measure(cs *kubernetes.Clientset, node string, pid, rtPid int) (result, error) {
+	ctx := context.Background()
+	var r result
+	if err := waitNodeReady(cs, node, 3*time.Minute); err != nil {
+		return r, err
+	}
+	ns := func(name string) (string, error) {
+		full := node + "-" + name
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: full}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", err
+		}
+		// The default ServiceAccount must exist before pods can be created.
+		for i := 0; i < 100; i++ {
+			if _, err := cs.CoreV1().ServiceAccounts(full).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+				return full, nil
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return "", fmt.Errorf("no default ServiceAccount in %s", full)
+	}
+	// Warm-up pod: the first pod on a node pays one-time costs (image unpack, CNI bridge).
+	warm, err := ns("warm")
+	if err != nil {
+		return r, err
+	}
+	if _, err := startPods(cs, warm, node, 1, false); err != nil {
+		return r, fmt.Errorf("warm-up: %w", err)
+	}
+	if err := deleteAll(cs, warm); err != nil {
+		return r, err
+	}
+	batch, err := ns("batch")
+	if err != nil {
+		return r, err
+	}
+	if r.batch, err = startPods(cs, batch, node, *n, false); err != nil {
+		return r, fmt.Errorf("batch: %w", err)
+	}
+	fmt.Printf("%s: batch of %d: p50 %s p99 %s\n", node, *n, pct(r.batch, 0.5), pct(r.batch, 0.99))
+	if err := deleteAll(cs, batch); err != nil {
+		return r, err
+	}
+	serial, err := ns("serial")
+	if err != nil {
+		return r, err
+	}
+	if r.serial, err = startPods(cs, serial, node, *n, true); err != nil {
+		return r, fmt.Errorf("serial: %w", err)
+	}
+	fmt.Printf("%s: %d one by one: p50 %s p99 %s\n", node, *n, pct(r.serial, 0.5), pct(r.serial, 0.99))
+	if err := deleteAll(cs, serial); err != nil {
+		return r, err
+	}
+	idleNS, err := ns("idle")
+	if err != nil {
+		return r, err
+	}
+	if _, err := startPods(cs, idleNS, node, *idle, false); err != nil {
+		return r, fmt.Errorf("idle pods: %w", err)
+	}
+	fmt.Printf("%s: %d idle pods Ready; settling %s, sampling %s\n", node, *idle, *settle, *hold)
+	time.Sleep(*settle)
+	c0, rc0 := cpuSeconds(pid), cpuSeconds(rtPid)
+	t0 := time.Now()
+	var maxRSS float64
+	for time.Since(t0) < *hold {
+		time.Sleep(5 * time.Second)
+		maxRSS = max(maxRSS, rssMB(pid))
+	}
+	el := time.Since(t0).Seconds()
+	r.cpu = (cpuSeconds(pid) - c0) / el
+	r.rtCPU = (cpuSeconds(rtPid) - rc0) / el
+	r.rssMB = maxRSS
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		r.load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	if err := deleteAll(cs, idleNS); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// startPods creates count pods on node in ns (all at once, or each after the previous is
+// Ready) and returns each pod's create → Ready time as a watch sees it.
+func startPods(cs *kubernetes.Clientset, ns, node string, count int, serial bool) ([]time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	created := map[string]time.Time{}
+	ready := map[string]time.Duration{}
+	readyCh := make(chan string, count)
+	failed := make(chan error, 1)
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				continue
+			}
+			p, ok := ev.Object.(*corev1.Pod)
+			if ok && p.Status.Phase == corev1.PodFailed {
+				select {
+				case failed <- fmt.Errorf("pod %s failed: %s %s", p.Name, p.Status.Reason, p.Status.Message):
+				default:
+				}
+			}
+			if !ok || !podReady(p) {
+				continue
+			}
+			now := time.Now()
+			mu.Lock()
+			if t, ok := created[p.Name]; ok {
+				if _, done := ready[p.Name]; !done {
+					ready[p.Name] = now.Sub(t)
+					readyCh <- p.Name
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	create := func(i int) error {
+		name := fmt.Sprintf("p%d", i)
+		pod := podSpec(name, node)
+		mu.Lock()
+		created[name] = time.Now()
+		mu.Unlock()
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	}
+	if serial {
+		for i := range count {
+			if err := create(i); err != nil {
+				return nil, err
+			}
+			select {
+			case <-readyCh:
+			case err := <-failed:
+				return nil, err
+			case <-ctx.Done():
+				return nil, fmt.Errorf("pod %d not Ready", i)
+			}
+		}
+	} else {
+		errs := make(chan error, count)
+		for i := range count {
+			go func() { errs <- create(i) }()
+		}
+		for range count {
+			if err := <-errs; err != nil {
+				return nil, err
+			}
+		}
+		for i := range count {
+			select {
+			case <-readyCh:
+			case err := <-failed:
+				return nil, err
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%d of %d pods Ready", i, count)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	out := make([]time.Duration, 0, len(ready))
+	for _, d := range ready {
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func podSpec(name, node string) *corev1.Pod {
+	grace := int64(1)
+	f := false
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			AutomountServiceAccountToken:  &f,
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{Name: "c", Image: image, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sleep", "100000"}}},
+		},
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// deleteAll deletes the namespace's pods and waits until they are gone.
+func deleteAll(cs *kubernetes.Clientset, ns string) error {
+	ctx := context.Background()
+	if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err == nil && len(l.Items) == 0 {
+			return nil
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("pods of %s not gone after 5 minutes", ns)
+}
+
+func waitServer(kcfg string) (*kubernetes.Clientset, error) {
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		if cfg, err := clientcmd.BuildConfigFromFlags("", kcfg); err == nil {
+			cfg.QPS, cfg.Burst = 500, 1000
+			if cs, err := kubernetes.NewForConfig(cfg); err == nil {
+				if _, err := cs.CoreV1().ServiceAccounts("default").Get(context.Background(), "default", metav1.GetOptions{}); err == nil {
+					return cs, nil
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil, fmt.Errorf("kube server not ready")
+}
+
+func waitNodeReady(cs *kubernetes.Clientset, node string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if n, err := cs.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{}); err == nil {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					return nil
+				}
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("node %s not Ready after %s", node, d)
+}
+
+func readPids(path string) (map[string]int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]int{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fs := strings.Fields(s.Text())
+		if len(fs) == 2 {
+			out[fs[0]], _ = strconv.Atoi(fs[1])
+		}
+	}
+	return out, s.Err()
+}
+
+// cpuSeconds is the process's own user+system CPU (children excluded).
+func cpuSeconds(pid int) float64 {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	fs := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.ParseFloat(fs[11], 64)
+	st, _ := strconv.ParseFloat(fs[12], 64)
+	return (u + st) / 100 // USER_HZ
+}
+
+func rssMB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			kb, _ := strconv.ParseFloat(strings.Fields(l)[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
