@@ -29,8 +29,8 @@ func TestPodCgroups(t *testing.T) {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
 	}
 	type want struct {
-		qos               corev1.PodQOSClass
-		dir               string
+		qos                corev1.PodQOSClass
+		dir                string
 		shares, quota, mem string
 	}
 	cases := map[string]struct {

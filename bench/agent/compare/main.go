@@ -4,11 +4,12 @@
 //   - pod startup: N busybox pods created at once, then N one after another (each after
 //     the previous is Ready), timed from the client's create call to the watch event that
 //     shows the pod Ready (milliseconds, the same watcher for both sides);
+//
 //   - idle cost: 110 idle pods on the node, then the node process's own CPU seconds
 //     (utime+stime from /proc, children excluded) over -hold, and its RSS.
 //
-//	go build -o /tmp/kube ./cmd/kube && go build -o /tmp/agentcmp ./bench/agent/compare
-//	flock /tmp/kube-bench.lock /tmp/agentcmp -kube /tmp/kube -k8s-bin /tmp/k8s/bin
+//     go build -o /tmp/kube ./cmd/kube && go build -o /tmp/agentcmp ./bench/agent/compare
+//     flock /tmp/kube-bench.lock /tmp/agentcmp -kube /tmp/kube -k8s-bin /tmp/k8s/bin
 //
 // The kubelet runs through ../shared/peers/run-kubelet.sh (its own containerd 1.6 + runc,
 // the local pause and busybox images, node name localhost); the agent is `kube agent`

@@ -23,8 +23,8 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	internalapi "k8s.io/cri-api/pkg/apis"
 
-	"kubeos.dev/kube/internal/agent/cgroups"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"kubeos.dev/kube/internal/agent/cgroups"
 )
 
 // Options configure a Manager.
