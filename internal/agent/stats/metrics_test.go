@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -116,5 +118,32 @@ func TestCollectorsOnError(t *testing.T) {
 	}
 	if got := exposition(t, NewVolumeCollector(fail)); got != "" {
 		t.Errorf("volume collector on error:\n%s", got)
+	}
+}
+
+// BenchmarkResourceScrape: one /metrics/resource collection of a node with 110 pods of two
+// containers (the kubelet's default pod limit), encoded as metrics-server reads it.
+func BenchmarkResourceScrape(b *testing.B) {
+	base := fixedSummary()
+	big := &statsapi.Summary{Node: base.Node}
+	for i := range 110 {
+		p := base.Pods[0]
+		p.PodRef.Name = fmt.Sprintf("web-%d", i)
+		big.Pods = append(big.Pods, p)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewResourceCollector(func(context.Context, bool) (*statsapi.Summary, error) { return big, nil }))
+	b.ReportAllocs()
+	for b.Loop() {
+		mfs, err := reg.Gather()
+		if err != nil {
+			b.Fatal(err)
+		}
+		enc := expfmt.NewEncoder(io.Discard, expfmt.NewFormat(expfmt.TypeTextPlain))
+		for _, mf := range mfs {
+			if err := enc.Encode(mf); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
