@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	resourcehelper "k8s.io/component-helpers/resource"
 	internalapi "k8s.io/cri-api/pkg/apis"
-
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 	"kubeos.dev/kube/internal/agent/cgroups"
 )
 
