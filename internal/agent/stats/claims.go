@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +20,7 @@ import (
 // available bytes and inodes are its filesystem's (statfs, as the kubelet's local volume
 // plugin); used bytes and inodes are the directory's own (du), since a local-path volume
 // shares its filesystem with everything else on the node and statfs's used figure would
-// be the whole disk's.
+// be the whole disk's. The du is reused for claimStatsPeriod.
 func (p *Provider) claimVolumes(ctx context.Context, pod *corev1.Pod, containers []*runtimeapi.Container, t metav1.Time) []statsapi.VolumeStats {
 	if pod == nil || !hasClaims(pod) {
 		return nil
@@ -43,12 +44,48 @@ func (p *Provider) claimVolumes(ctx context.Context, pod *corev1.Pod, containers
 		if err != nil {
 			continue
 		}
-		used, inodes := du(dir)
+		used, inodes := p.claimUsage(dir, t.Time)
 		fs.UsedBytes, fs.InodesUsed = &used, &inodes
 		out = append(out, statsapi.VolumeStats{Name: v.Name, FsStats: *fs,
 			PVCRef: &statsapi.PVCReference{Name: v.PersistentVolumeClaim.ClaimName, Namespace: pod.Namespace}})
 	}
 	return out
+}
+
+// claimStatsPeriod is how long a claim directory's du is reused, the kubelet's default
+// volumeStatsAggPeriod: a Summary is made every 10 s for eviction, which does not need
+// claims, and a claim may hold a database's many files.
+const claimStatsPeriod = time.Minute
+
+// duUsage is one du of a directory.
+type duUsage struct {
+	bytes, inodes uint64
+	at            time.Time
+}
+
+// claimUsage is dir's du, measured again once the last one is claimStatsPeriod old.
+func (p *Provider) claimUsage(dir string, now time.Time) (bytes, inodes uint64) {
+	p.mu.Lock()
+	u, ok := p.claimDu[dir]
+	p.mu.Unlock()
+	if ok && now.Sub(u.at) < claimStatsPeriod {
+		return u.bytes, u.inodes
+	}
+	bytes, inodes = du(dir)
+	p.mu.Lock()
+	p.claimDu[dir] = duUsage{bytes: bytes, inodes: inodes, at: now}
+	p.mu.Unlock()
+	return bytes, inodes
+}
+
+// forgetClaimsBefore drops the du of directories not measured since t (no pod mounts them).
+// Callers hold p.mu.
+func (p *Provider) forgetClaimsBefore(t time.Time) {
+	for dir, u := range p.claimDu {
+		if u.at.Before(t) {
+			delete(p.claimDu, dir)
+		}
+	}
 }
 
 func hasClaims(pod *corev1.Pod) bool {

@@ -2,7 +2,10 @@ package stats
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -34,5 +37,27 @@ func TestClaimDirs(t *testing.T) {
 	mounts["init"][0].HostPath = "/elsewhere"
 	if got := claimDirs(pod, mounts); got["logs"] != "" {
 		t.Errorf("claimDirs with a foreign subPath mount = %v", got)
+	}
+}
+
+// TestClaimUsageReused: a claim directory's du is reused for claimStatsPeriod, then
+// measured again.
+func TestClaimUsageReused(t *testing.T) {
+	p := NewProvider(Options{})
+	dir := t.TempDir()
+	now := time.Now()
+	before, _ := p.claimUsage(dir, now)
+	if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := p.claimUsage(dir, now.Add(claimStatsPeriod-time.Second)); got != before {
+		t.Errorf("within the period: %d bytes, want the first du's %d", got, before)
+	}
+	if got, inodes := p.claimUsage(dir, now.Add(claimStatsPeriod)); got < before+1<<20 || inodes < 2 {
+		t.Errorf("after the period: %d bytes %d inodes, want the 1 MiB file counted", got, inodes)
+	}
+	p.forgetClaimsBefore(now.Add(claimStatsPeriod + time.Second))
+	if len(p.claimDu) != 0 {
+		t.Errorf("forgetClaimsBefore kept %v", p.claimDu)
 	}
 }

@@ -48,9 +48,10 @@ type Provider struct {
 	opts  Options
 	rates rates
 
-	mu     sync.Mutex
-	pids   map[string]int                 // sandbox id → its pause process
-	mounts map[string][]*runtimeapi.Mount // running container id → its mounts (claims.go)
+	mu      sync.Mutex
+	pids    map[string]int                 // sandbox id → its pause process
+	mounts  map[string][]*runtimeapi.Mount // running container id → its mounts (claims.go)
+	claimDu map[string]duUsage             // claim directory → its last du (claims.go)
 }
 
 // NewProvider makes a Provider.
@@ -61,7 +62,7 @@ func NewProvider(o Options) *Provider {
 	if o.Pods == nil {
 		o.Pods = func() []*corev1.Pod { return nil }
 	}
-	return &Provider{opts: o, rates: rates{last: map[string]sample{}}, pids: map[string]int{}, mounts: map[string][]*runtimeapi.Mount{}}
+	return &Provider{opts: o, rates: rates{last: map[string]sample{}}, pids: map[string]int{}, mounts: map[string][]*runtimeapi.Mount{}, claimDu: map[string]duUsage{}}
 }
 
 // Summary measures the node and its running pods now. With cpuAndMemoryOnly it skips
@@ -283,6 +284,9 @@ func (p *Provider) podStats(ctx context.Context, now time.Time, cpuAndMemoryOnly
 		if !running[id] {
 			delete(p.mounts, id)
 		}
+	}
+	if !cpuAndMemoryOnly {
+		p.forgetClaimsBefore(now.Add(-2 * claimStatsPeriod))
 	}
 	p.mu.Unlock()
 	return out, nil
