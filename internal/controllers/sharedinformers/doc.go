@@ -14,8 +14,11 @@
 //	ctrl.Run(ctx, workers)
 //
 // A view is an informers.SharedInformerFactory. Its informers are the hub's, started by
-// the hub and kept running while any controller leads; the event handlers a controller
-// adds through a view are removed when the view shuts down, so a controller that loses
+// the hub and kept running while any controller leads. The event handlers a controller
+// adds through a view reach the informers only at the view's Start (an upstream
+// constructor adds handlers before it has finished building its controller, and an
+// informer another controller started would call them at once), and are removed when
+// the view shuts down, so a controller that loses
 // its Lease leaves nothing behind on informers other controllers still use. When the
 // last view shuts down the informers stop and their caches go; the next term starts
 // afresh. Indexers a controller adds again in a later term (same name) are kept, not

@@ -2,7 +2,9 @@ package sharedinformers
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -107,24 +109,84 @@ type view struct {
 	hub  *Hub
 	term *term
 
-	mu   sync.Mutex
-	regs []registration
-	done bool
+	mu      sync.Mutex
+	started bool
+	done    bool
+	pending []*registration // added before Start, registered at Start
+	regs    []*registration // registered with the informers
 }
 
+// registration is a handler added through a view. Handlers added before the view's Start
+// reach the informer only at Start: an upstream constructor adds its handlers before it
+// has finished building its controller (the Deployment controller sets its enqueue
+// function after), and a shared informer that already runs would call them at once with
+// its cached objects — as kube-controller-manager's never does, since it starts the
+// informers after building every controller.
 type registration struct {
 	informer cache.SharedIndexInformer
-	handle   cache.ResourceEventHandlerRegistration
+	handler  cache.ResourceEventHandler
+	options  cache.HandlerOptions
+
+	bound  chan struct{} // closed once handle is set
+	handle cache.ResourceEventHandlerRegistration
+	synced chan struct{} // closed once handle has synced
+}
+
+var _ cache.ResourceEventHandlerRegistration = (*registration)(nil)
+
+// HasSynced reports whether the handler has been registered and got the informer's
+// initial objects.
+func (r *registration) HasSynced() bool {
+	select {
+	case <-r.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *registration) HasSyncedChecker() cache.DoneChecker { return r }
+
+// Name and Done make the registration its own DoneChecker.
+func (r *registration) Name() string          { return "shared informer handler" }
+func (r *registration) Done() <-chan struct{} { return r.synced }
+
+// bind registers the handler with its informer.
+func (r *registration) bind() error {
+	h, err := r.informer.AddEventHandlerWithOptions(r.handler, r.options)
+	if err != nil {
+		return err
+	}
+	r.handle = h
+	close(r.bound)
+	go func() {
+		<-h.HasSyncedChecker().Done()
+		close(r.synced)
+	}()
+	return nil
 }
 
 var _ informers.SharedInformerFactory = (*view)(nil)
 
-// Start starts the informers requested so far. They run for the hub's term, not until
-// stopCh closes: other controllers may be using them.
-func (v *view) Start(<-chan struct{}) { v.term.factory.StartWithContext(v.term.ctx) }
+// Start registers the handlers added so far and starts the informers requested so far.
+// The informers run for the hub's term, not until stopCh closes: other controllers may be
+// using them.
+func (v *view) Start(<-chan struct{}) {
+	v.mu.Lock()
+	pending := v.pending
+	v.pending = nil
+	if !v.done {
+		v.started = true
+	}
+	v.mu.Unlock()
+	for _, r := range pending {
+		v.register(r)
+	}
+	v.term.factory.StartWithContext(v.term.ctx)
+}
 
 // StartWithContext is Start.
-func (v *view) StartWithContext(context.Context) { v.term.factory.StartWithContext(v.term.ctx) }
+func (v *view) StartWithContext(ctx context.Context) { v.Start(ctx.Done()) }
 
 // Shutdown removes the event handlers added through this view and releases the
 // informers. It may be called more than once.
@@ -136,12 +198,50 @@ func (v *view) Shutdown() {
 	}
 	v.done = true
 	regs := v.regs
-	v.regs = nil
+	v.regs, v.pending = nil, nil
 	v.mu.Unlock()
 	for _, r := range regs {
 		_ = r.informer.RemoveEventHandler(r.handle) // fails only on a stopped informer: nothing to remove then
 	}
 	v.hub.release(v.term)
+}
+
+// add takes a handler added through the view: held until Start, registered at once after.
+func (v *view) add(i cache.SharedIndexInformer, h cache.ResourceEventHandler, o cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	r := &registration{informer: i, handler: h, options: o, bound: make(chan struct{}), synced: make(chan struct{})}
+	v.mu.Lock()
+	switch {
+	case v.done:
+		v.mu.Unlock()
+		return nil, fmt.Errorf("shared informers: handler added after the leadership term ended")
+	case !v.started:
+		v.pending = append(v.pending, r)
+		v.mu.Unlock()
+		return r, nil
+	}
+	v.mu.Unlock()
+	if err := v.register(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// register binds r to its informer and records it for Shutdown (or undoes it when the
+// view has shut down meanwhile).
+func (v *view) register(r *registration) error {
+	if err := r.bind(); err != nil {
+		return err
+	}
+	v.mu.Lock()
+	done := v.done
+	if !done {
+		v.regs = append(v.regs, r)
+	}
+	v.mu.Unlock()
+	if done {
+		_ = r.informer.RemoveEventHandler(r.handle)
+	}
+	return nil
 }
 
 func (v *view) WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool {
@@ -168,24 +268,6 @@ func (v *view) InformerName() *cache.InformerName { return v.term.factory.Inform
 
 func (v *view) wrap(i cache.SharedIndexInformer) cache.SharedIndexInformer {
 	return &informer{SharedIndexInformer: i, view: v}
-}
-
-// track records a handler added through the view, or removes it at once when the view
-// has already shut down.
-func (v *view) track(i cache.SharedIndexInformer, h cache.ResourceEventHandlerRegistration, err error) (cache.ResourceEventHandlerRegistration, error) {
-	if err != nil {
-		return h, err
-	}
-	v.mu.Lock()
-	done := v.done
-	if !done {
-		v.regs = append(v.regs, registration{informer: i, handle: h})
-	}
-	v.mu.Unlock()
-	if done {
-		_ = i.RemoveEventHandler(h)
-	}
-	return h, nil
 }
 
 // The groups, bound to the view so that their informers come through InformerFor.
@@ -239,18 +321,34 @@ type informer struct {
 }
 
 func (i *informer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
-	r, err := i.SharedIndexInformer.AddEventHandler(h)
-	return i.view.track(i.SharedIndexInformer, r, err)
+	return i.view.add(i.SharedIndexInformer, h, cache.HandlerOptions{})
 }
 
 func (i *informer) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler, resync time.Duration) (cache.ResourceEventHandlerRegistration, error) {
-	r, err := i.SharedIndexInformer.AddEventHandlerWithResyncPeriod(h, resync)
-	return i.view.track(i.SharedIndexInformer, r, err)
+	return i.view.add(i.SharedIndexInformer, h, cache.HandlerOptions{ResyncPeriod: &resync})
 }
 
 func (i *informer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
-	r, err := i.SharedIndexInformer.AddEventHandlerWithOptions(h, o)
-	return i.view.track(i.SharedIndexInformer, r, err)
+	return i.view.add(i.SharedIndexInformer, h, o)
+}
+
+// RemoveEventHandler removes a handler added through the view.
+func (i *informer) RemoveEventHandler(h cache.ResourceEventHandlerRegistration) error {
+	r, ok := h.(*registration)
+	if !ok {
+		return i.SharedIndexInformer.RemoveEventHandler(h)
+	}
+	v := i.view
+	v.mu.Lock()
+	v.pending = slices.DeleteFunc(v.pending, func(p *registration) bool { return p == r })
+	v.regs = slices.DeleteFunc(v.regs, func(p *registration) bool { return p == r })
+	v.mu.Unlock()
+	select {
+	case <-r.bound:
+		return i.SharedIndexInformer.RemoveEventHandler(r.handle)
+	default:
+		return nil
+	}
 }
 
 // AddIndexers adds the indexers the informer does not have yet: one of the same name was

@@ -137,6 +137,38 @@ func TestHubSharesInformersPerTerm(t *testing.T) {
 		t.Errorf("two terms sent %d pod lists or watches, want 1", n)
 	}
 
+	// A term that begins while the informer runs (a controller whose Lease came later)
+	// gets its handler called only after its Start: upstream constructors add handlers
+	// before they have finished building their controller.
+	late := sharedinformers.For(hctx, nil)
+	var constructed atomic.Bool
+	var early atomic.Int32
+	seenLate := &names{seen: map[string]bool{}}
+	reg, err := late.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		if !constructed.Load() {
+			early.Add(1)
+		}
+		seenLate.handler().OnAdd(obj, false)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.HasSynced() {
+		t.Error("a handler registration reports synced before its view started")
+	}
+	constructed.Store(true)
+	late.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		t.Fatal("the late handler did not sync")
+	}
+	if !seenLate.has("before") || !seenLate.has("both") {
+		t.Error("the late handler did not get the cached pods")
+	}
+	if n := early.Load(); n > 0 {
+		t.Errorf("the late handler was called %d times before its view started", n)
+	}
+	late.Shutdown()
+
 	// The first term ends: its handler is gone, the second's still runs on the same cache.
 	a.Shutdown()
 	createPod("after-a")
