@@ -2,7 +2,7 @@
 // in-process server on embedded etcd when their first test runs (servertest.Fixture; one
 // test binary instead of four, each of which linked the whole server):
 //
-//   - api (apply_test.go, badinput_test.go, …, watch_test.go): the HTTP API at the wire: bad
+//   - api (api_*_test.go): the HTTP API at the wire: bad
 //     input of every sort answered with the upstream metav1.Status, metadata-only and Table
 //     output, and the server's own endpoints (/metrics, /readyz, /version).
 //   - clients (clients_*_test.go): unmodified client-go informers and a controller-runtime

@@ -1,8 +1,18 @@
-// Package apps tests the workload controllers as users meet them: kubectl 1.27 and 1.33
-// (rollout, scale, drain, wait) and client-go against one in-process server, whose
-// Deployments, ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets, Jobs,
-// CronJobs and PodDisruptionBudgets are driven by the server's own controllers, its
-// scheduler and its simulated nodes (kube server --sim-nodes).
+// Package apps tests the workload and cluster controllers as users meet them, in four
+// suites that each start their own in-process server when their first test runs
+// (servertest.Fixture; one test binary instead of four, each of which linked the whole
+// server):
+//
+//   - apps (apps_*_test.go): kubectl 1.27 and
+//     1.33 (rollout, scale, drain, wait) and client-go against a server whose Deployments,
+//     ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets, Jobs, CronJobs and
+//     PodDisruptionBudgets are driven by the server's own controllers, its scheduler and its
+//     simulated nodes (kube server --sim-nodes).
+//   - controllers (controllers_*_test.go): garbage collection and namespace deletion with
+//     kubectl 1.33.
+//   - clustercontrollers (clustercontrollers_*_test.go): the cluster controllers with short
+//     periods, nodes and kubelets played by the test.
+//   - helm (helm*_test.go): Helm 3 as a real client, on simulated nodes.
 package apps
 
 import (
@@ -40,17 +50,18 @@ const StartDelayAnnotation = "apps.test/start-delay"
 // exit with that code (1 or 42) once running, instead of 0 after the run time.
 const ExitLabel = "apps.test/exit"
 
+// TestMain stops the suites' fixtures that the chosen tests started; each test names its
+// suite's fixture (appsSuite.Need(t) …) in its first line.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(servertest.Main(m, appsSuite, controllersSuite, clusterSuite, helmSuite))
 }
 
-func run(m *testing.M) int {
+var appsSuite = servertest.NewFixture("apps", func(fx *servertest.Fixture) error {
 	dir, err := servertest.TempDir()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	defer os.RemoveAll(dir)
+	fx.Cleanup(func() { os.RemoveAll(dir) })
 	// KUBE_TEST_LOG=1 shows the server's warnings and errors.
 	var logOut io.Writer
 	if os.Getenv("KUBE_TEST_LOG") != "" {
@@ -60,12 +71,11 @@ func run(m *testing.M) int {
 		o.SimNodes = simnode.Options{Nodes: simNodes, JobRunTime: time.Second, Stages: stages(time.Second)}
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "start kube server:", err)
-		return 1
+		return fmt.Errorf("start kube server: %w", err)
 	}
-	defer srv.Stop()
-	return m.Run()
-}
+	fx.Cleanup(func() { srv.Stop() })
+	return nil
+})
 
 // stages are the simulator's default pod lifecycle with the start delayed by
 // StartDelayAnnotation, plus, before a job pod's normal

@@ -88,6 +88,7 @@ spec: {type: password, length: 16}
 `
 
 func TestScenario(t *testing.T) {
+	ctlSuite.Need(t)
 	k := newKubectl(t)
 	k.ok(t, "", "create", "namespace", "shop")
 	k.ok(t, "", "create", "namespace", "policies")

@@ -1,8 +1,16 @@
-// Package ctl tests `kube ctl` (and `kubectl kube`, the same binary found by kubectl 1.33's
-// plugin lookup on PATH) against one in-process server with an audit log: a scenario with the
-// six platform kinds, a dependency chain three deep, a diamond, a cycle attempt, a failing and
-// a missing dependency, deletions held by a finalizer and by dependents, and a user with view
-// rights on one namespace only. The kube binary is built once here.
+// Package ctl tests the operator's tools, in three suites that each start their own
+// in-process server when their first test runs (servertest.Fixture; one test binary instead
+// of three, each of which linked the whole server):
+//
+//   - ctl (ctl_*_test.go, ctl_test.go): `kube ctl` (and `kubectl kube`, the same binary found
+//     by kubectl 1.33's plugin lookup on PATH) against a server with an audit log: a scenario
+//     with the six platform kinds, a dependency chain three deep, a diamond, a cycle attempt,
+//     a failing and a missing dependency, deletions held by a finalizer and by dependents,
+//     and a user with view rights on one namespace only.
+//   - dashboard (dashboard_*_test.go): the operator dashboard at /ui/, over net/http and in
+//     headless Chromium.
+//   - streaming (streaming*_test.go): logs, exec, attach, port-forward and nodes/proxy with
+//     kubectl 1.27 and 1.33 and client-go, against a stub agent.
 package ctl
 
 import (
@@ -28,45 +36,43 @@ var (
 	binDir    string
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+// TestMain stops the suites' fixtures that the chosen tests started; each test names its
+// suite's fixture (ctlSuite.Need(t) …) in its first line.
+func TestMain(m *testing.M) {
+	os.Exit(servertest.Main(m, ctlSuite, dashboardSuite, streamingSuite))
+}
 
-func run(m *testing.M) int {
+var ctlSuite = servertest.NewFixture("ctl", func(fx *servertest.Fixture) error {
 	dir, err := servertest.TempDir()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "ctl:", err)
-		return 1
+		return fmt.Errorf("ctl: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	fx.Cleanup(func() { os.RemoveAll(dir) })
 	binDir = filepath.Join(dir, "bin")
 	if kubeBin, err = servertest.KubeBinary(); err != nil {
-		fmt.Fprintln(os.Stderr, "ctl:", err)
-		return 1
+		return fmt.Errorf("ctl: %w", err)
 	}
 	// kubectl finds plugins on PATH: kubectl-kube is the same binary under the plugin's name.
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "ctl:", err)
-		return 1
+		return fmt.Errorf("ctl: %w", err)
 	}
 	if err := os.Symlink(kubeBin, filepath.Join(binDir, "kubectl-kube")); err != nil {
-		fmt.Fprintln(os.Stderr, "ctl:", err)
-		return 1
+		return fmt.Errorf("ctl: %w", err)
 	}
 	os.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  resources: [{group: kubeos.dev}]\n- level: None\n"), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, "ctl:", err)
-		return 1
+		return fmt.Errorf("ctl: %w", err)
 	}
 	srv, err = servertest.StartWith(filepath.Join(dir, "kube"), &serverLog, func(o *server.Options) {
 		o.AuditPolicyFile, o.AuditLogPath = policy, filepath.Join(dir, "audit.log")
 	})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "ctl: start server: %v\n%s", err, serverLog.String())
-		return 1
+		return fmt.Errorf("ctl: start server: %w\n%s", err, serverLog.String())
 	}
-	defer srv.Stop()
-	return m.Run()
-}
+	fx.Cleanup(func() { srv.Stop() })
+	return nil
+})
 
 // result is what one run of the binary printed and its exit status.
 type result struct {

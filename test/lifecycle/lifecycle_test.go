@@ -31,6 +31,7 @@ import (
 
 // TestLifecycle is the "Done when", in order: each step builds on the last.
 func TestLifecycle(t *testing.T) {
+	lifecycleSuite.Need(t)
 	k := newKubectl(t)
 
 	t.Run("tenant with three environments", func(t *testing.T) {

@@ -1,8 +1,18 @@
-// Package lifecycle tests the lifecycle engine and the built-in kubeos.dev kinds end to end
-// with kubectl 1.33 against one in-process server whose event bus is a real redis-server
-// started here on a free port (the tests fail, never skip, without redis-server or
-// kubectl.1.33): Tenants, Quotas, AccessPolicies, Credentials, Certificates, cycles, teardown
-// order, illegal phase writes, the bus and the metrics.
+// Package lifecycle tests the lifecycle engine and the platform kinds end to end, in five
+// suites that each start their own in-process server when their first test runs
+// (servertest.Fixture; one test binary instead of five, each of which linked the whole
+// server):
+//
+//   - lifecycle (lifecycle_test.go): with kubectl 1.33 against a server whose event bus is a
+//     real redis-server started here on a free port (the tests fail, never skip, without
+//     redis-server or kubectl.1.33): Tenants, Quotas, AccessPolicies, Credentials,
+//     Certificates, cycles, teardown order, illegal phase writes, the bus and the metrics.
+//   - lifecyclemem (lifecyclemem_*_test.go): the engine on the default in-memory bus.
+//   - component (component*_test.go): the Component kind on simulated nodes and a real
+//     redis-server.
+//   - release (release*_test.go): the Release and Application kinds on simulated nodes.
+//   - volume (volume*_test.go): Volumes, the local-path provisioner and PVC volumes with an
+//     in-process agent (its own containerd, bridge kvol<pid>, cluster CIDR 10.241.N.0/23).
 package lifecycle
 
 import (
@@ -36,26 +46,27 @@ var (
 	auditLog  string
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+// TestMain stops the suites' fixtures that the chosen tests started; each test names its
+// suite's fixture (lifecycleSuite.Need(t) …) in its first line.
+func TestMain(m *testing.M) {
+	os.Exit(servertest.Main(m, lifecycleSuite, memSuite, componentSuite, releaseSuite, volumeSuite))
+}
 
-func run(m *testing.M) int {
+var lifecycleSuite = servertest.NewFixture("lifecycle", func(fx *servertest.Fixture) error {
 	dir, err := servertest.TempDir()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "lifecycle:", err)
-		return 1
+		return fmt.Errorf("lifecycle: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	fx.Cleanup(func() { os.RemoveAll(dir) })
 	stop, err := startRedis(filepath.Join(dir, "redis"))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "lifecycle:", err)
-		return 1
+		return fmt.Errorf("lifecycle: %w", err)
 	}
-	defer stop()
+	fx.Cleanup(stop)
 	auditLog = filepath.Join(dir, "audit.log")
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: kubeos.dev}]\n- level: None\n"), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, "lifecycle:", err)
-		return 1
+		return fmt.Errorf("lifecycle: %w", err)
 	}
 	srv, err = servertest.StartWith(filepath.Join(dir, "kube"), &serverLog, func(o *server.Options) {
 		o.EventBus, o.RedisAddr = "redis", redisAddr
@@ -63,12 +74,11 @@ func run(m *testing.M) int {
 		o.DeletionTimeouts = map[string]time.Duration{"Certificate": certificateDeletionTimeout}
 	})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "lifecycle: start server: %v\n%s", err, serverLog.String())
-		return 1
+		return fmt.Errorf("lifecycle: start server: %w\n%s", err, serverLog.String())
 	}
-	defer srv.Stop()
-	return m.Run()
-}
+	fx.Cleanup(func() { srv.Stop() })
+	return nil
+})
 
 // startRedis runs redis-server on a free port until stop.
 func startRedis(dir string) (stop func(), err error) {

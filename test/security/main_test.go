@@ -1,8 +1,16 @@
-// Package security tests authentication and authorization end to end against one
-// in-process server: the issue's kubectl session as two users (the admin and a user made with
-// `kube certs user` who holds edit in one namespace) with real kubectl 1.27 and 1.33, and the
-// bad-input cases (missing, expired and foreign client certificates, tokens of deleted
-// service accounts, RBAC denials, escalation, impersonation).
+// Package security tests authentication, authorization and admission end to end, in three
+// suites that each start their own in-process server when their first test runs
+// (servertest.Fixture; one test binary instead of three, each of which linked the whole
+// server):
+//
+//   - security (security_*_test.go): the issue's kubectl
+//     session as two users (the admin and a user made with `kube certs user` who holds edit
+//     in one namespace) with real kubectl 1.27 and 1.33, and the bad-input cases (missing,
+//     expired and foreign client certificates, tokens of deleted service accounts, RBAC
+//     denials, escalation, impersonation), on a server with --token-auth-file.
+//   - admission (admission_*_test.go): admission webhooks, ValidatingAdmissionPolicy, the
+//     audit log and encryption at rest.
+//   - podadmission (podadmission*_test.go): kube-apiserver's default admission plugins.
 //
 // The kubectl binaries are kubectl.1.27 and kubectl.1.33 on PATH or beside the kubectl PATH
 // finds (the google-cloud-cli package); the tests fail, never skip, without them.
@@ -32,28 +40,29 @@ var (
 	serverLog lockedBuffer
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+// TestMain stops the suites' fixtures that the chosen tests started; each test names its
+// suite's fixture (securitySuite.Need(t) …) in its first line.
+func TestMain(m *testing.M) {
+	os.Exit(servertest.Main(m, securitySuite, admissionSuite, podadmissionSuite))
+}
 
-func run(m *testing.M) int {
+var securitySuite = servertest.NewFixture("security", func(fx *servertest.Fixture) error {
 	dir, err := servertest.TempDir()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "security:", err)
-		return 1
+		return fmt.Errorf("security: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	fx.Cleanup(func() { os.RemoveAll(dir) })
 	// A static token for TestStaticToken (--token-auth-file, upstream's CSV format).
 	tokens := filepath.Join(dir, "tokens.csv")
 	if err := os.WriteFile(tokens, []byte(staticToken+",carol,carol-uid,\"devs,ops\"\n"), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, "security:", err)
-		return 1
+		return fmt.Errorf("security: %w", err)
 	}
 	if srv, err = servertest.StartWith(dir, &serverLog, func(o *server.Options) { o.TokenAuthFile = tokens }); err != nil {
-		fmt.Fprintf(os.Stderr, "security: start server: %v\n%s", err, serverLog.String())
-		return 1
+		return fmt.Errorf("security: start server: %w\n%s", err, serverLog.String())
 	}
-	defer srv.Stop()
-	return m.Run()
-}
+	fx.Cleanup(func() { srv.Stop() })
+	return nil
+})
 
 // adminClient is a typed client as the admin (system:masters).
 func adminClient(t *testing.T) kubernetes.Interface {
