@@ -111,7 +111,7 @@ func run() error {
 		rows = append(rows, r.String(side))
 		fmt.Println(r.String(side))
 	}
-	fmt.Println("\nside    | batch p50 | batch p99 | serial p50 | serial p99 | idle CPU (cores) | idle RSS | runtime CPU (cores)")
+	fmt.Println("\nside    | batch p50 | batch p99 | serial p50 | serial p99 | idle CPU (cores) | idle RSS max (anonymous) | runtime CPU (cores)")
 	for _, r := range rows {
 		fmt.Println(r)
 	}
@@ -122,12 +122,13 @@ type result struct {
 	batch, serial []time.Duration
 	cpu, rtCPU    float64 // cores over the hold
 	rssMB         float64
+	anonMB        float64 // RssAnon at the end of the hold: the process's own memory
 	load          string
 }
 
 func (r result) String(side string) string {
-	return fmt.Sprintf("%-7s | %9s | %9s | %10s | %10s | %16.4f | %5.1f MB | %.4f   (load %s)", side,
-		pct(r.batch, 0.5), pct(r.batch, 0.99), pct(r.serial, 0.5), pct(r.serial, 0.99), r.cpu, r.rssMB, r.rtCPU, r.load)
+	return fmt.Sprintf("%-7s | %9s | %9s | %10s | %10s | %16.4f | %5.1f MB (anon %5.1f MB) | %.4f   (load %s)", side,
+		pct(r.batch, 0.5), pct(r.batch, 0.99), pct(r.serial, 0.5), pct(r.serial, 0.99), r.cpu, r.rssMB, r.anonMB, r.rtCPU, r.load)
 }
 
 func pct(d []time.Duration, q float64) string {
@@ -292,12 +293,13 @@ func measure(cs *kubernetes.Clientset, node string, pid, rtPid int) (result, err
 	var maxRSS float64
 	for time.Since(t0) < *hold {
 		time.Sleep(5 * time.Second)
-		maxRSS = max(maxRSS, rssMB(pid))
+		maxRSS = max(maxRSS, statusMB(pid, "VmRSS:"))
 	}
 	el := time.Since(t0).Seconds()
 	r.cpu = (cpuSeconds(pid) - c0) / el
 	r.rtCPU = (cpuSeconds(rtPid) - rc0) / el
 	r.rssMB = maxRSS
+	r.anonMB = statusMB(pid, "RssAnon:")
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		r.load = strings.Join(strings.Fields(string(b))[:3], " ")
 	}
@@ -504,13 +506,14 @@ func cpuSeconds(pid int) float64 {
 	return (u + st) / 100 // USER_HZ
 }
 
-func rssMB(pid int) float64 {
+// statusMB is a kB field of /proc/<pid>/status in MB.
+func statusMB(pid int, field string) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
+		if strings.HasPrefix(l, field) {
 			kb, _ := strconv.ParseFloat(strings.Fields(l)[1], 64)
 			return kb / 1024
 		}
