@@ -2,7 +2,7 @@
 // in-process server when their first test runs (servertest.Fixture; one test binary instead
 // of three, each of which linked the whole server):
 //
-//   - ctl (ctl_*_test.go, ctl_test.go): `kube ctl` (and `kubectl kube`, the same binary found
+//   - ctl (ctl_*_test.go): `kube ctl` (and `kubectl kube`, the same binary found
 //     by kubectl 1.33's plugin lookup on PATH) against a server with an audit log: a scenario
 //     with the six platform kinds, a dependency chain three deep, a diamond, a cycle attempt,
 //     a failing and a missing dependency, deletions held by a finalizer and by dependents,

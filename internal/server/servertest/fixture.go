@@ -14,9 +14,9 @@ import (
 //
 // One suite's fixture runs at a time: Need stops the package's other fixtures that no
 // running test needs (an idle server still costs several percent of a core). A package
-// keeps each suite's tests together, in files named <suite>_*_test.go, since Go runs tests
-// in file-name order; a fixture needed again after it stopped starts afresh (go test
-// -count=2, -shuffle).
+// keeps each suite's tests together, and in the order they had in the suite's own package,
+// in files named <suite>_<former name>_test.go, since Go runs tests in file-name order; a
+// fixture needed again after it stopped starts afresh (go test -count=2, -shuffle).
 //
 //	var crdSuite = servertest.NewFixture("crd", func(fx *servertest.Fixture) error {
 //		dir, err := servertest.TempDir()
