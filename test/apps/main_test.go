@@ -3,7 +3,8 @@
 // (servertest.Fixture; one test binary instead of four, each of which linked the whole
 // server):
 //
-//   - apps (apps_*_test.go): kubectl 1.27 and
+//   - apps (workloads_*_test.go, named to sort last: its tests run in parallel, after every
+//     other suite's, with the other suites' servers stopped): kubectl 1.27 and
 //     1.33 (rollout, scale, drain, wait) and client-go against a server whose Deployments,
 //     ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets, Jobs, CronJobs and
 //     PodDisruptionBudgets are driven by the server's own controllers, its scheduler and its
