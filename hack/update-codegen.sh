@@ -7,7 +7,7 @@
 #   hack/update-codegen.sh --verify   generate into a temporary directory and fail (exit 1, with
 #                                     a diff) if pkg/client differs
 #   hack/update-codegen.sh --output-dir DIR
-#                                     generate into DIR/{applyconfiguration,...} only (test/codegen
+#                                     generate into DIR/{applyconfiguration,...} only (test/api (its codegen suite)
 #                                     compares that with pkg/client)
 #
 # The generators are the code-generator version pinned below, built from the Go module cache

@@ -23,7 +23,7 @@ import (
 func isBadRequest(err error) bool { return apierrors.IsBadRequest(err) }
 
 // These tests run upstream's plugins through the adapter on client-go's fake clientset (the
-// end-to-end tests in test/podadmission run them in the real server).
+// end-to-end tests in test/security (its podadmission suite) run them in the real server).
 
 func startBuiltin(t *testing.T, objs ...runtime.Object) *Builtin {
 	t.Helper()
