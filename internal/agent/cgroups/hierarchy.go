@@ -84,7 +84,7 @@ func (h *Hierarchy) RemovePod(uid types.UID) error {
 	var errs []error
 	for _, qos := range []string{"", "burstable", "besteffort"} {
 		name := filepath.Join(h.kubepods(), qos, "pod"+string(uid))
-		for _, dir := range h.dirs(name, true) {
+		for _, dir := range h.dirs(name) {
 			errs = append(errs, removeTree(dir))
 		}
 	}
@@ -94,12 +94,12 @@ func (h *Hierarchy) RemovePod(uid types.UID) error {
 // Close removes the QoS directories and kubepods when no pod cgroup is left in them.
 func (h *Hierarchy) Close() {
 	for _, name := range []string{filepath.Join(h.kubepods(), "burstable"), filepath.Join(h.kubepods(), "besteffort"), h.kubepods()} {
-		for _, dir := range h.dirs(name, true) {
+		for _, dir := range h.dirs(name) {
 			_ = os.Remove(dir)
 		}
 	}
 	if h.Root != "/" {
-		for _, dir := range h.dirs(h.Root, true) {
+		for _, dir := range h.dirs(h.Root) {
 			_ = os.Remove(dir)
 		}
 	}
@@ -114,31 +114,24 @@ func (h *Hierarchy) Remove() error {
 		name = h.Root
 	}
 	var errs []error
-	for _, dir := range h.dirs(name, true) {
+	for _, dir := range h.dirs(name) {
 		errs = append(errs, removeTree(dir))
 	}
 	return errors.Join(errs...)
 }
 
-// dirs are name's directories: the unified one, or one per v1 controller (all mounted
-// controllers when all, else the written ones).
-func (h *Hierarchy) dirs(name string, all bool) []string {
+// dirs are name's directories: the unified one, or one per mounted v1 controller.
+func (h *Hierarchy) dirs(name string) []string {
 	if h.v2 {
 		return []string{filepath.Join(h.Mount, name)}
 	}
-	ctrls := v1Written
-	if all {
-		ctrls = nil
-		ents, _ := os.ReadDir(h.Mount)
-		for _, e := range ents {
-			if fi, err := os.Lstat(filepath.Join(h.Mount, e.Name())); err == nil && fi.IsDir() {
-				ctrls = append(ctrls, e.Name())
-			}
+	var out []string
+	ents, _ := os.ReadDir(h.Mount)
+	for _, e := range ents {
+		// Symlinks (cpu -> cpu,cpuacct) name a controller listed under its own name too.
+		if fi, err := os.Lstat(filepath.Join(h.Mount, e.Name())); err == nil && fi.IsDir() {
+			out = append(out, filepath.Join(h.Mount, e.Name(), name))
 		}
-	}
-	out := make([]string, 0, len(ctrls))
-	for _, c := range ctrls {
-		out = append(out, filepath.Join(h.Mount, c, name))
 	}
 	return out
 }
@@ -157,11 +150,12 @@ func (h *Hierarchy) ensure(name string, cfg Config) error {
 			}
 		}
 	} else {
-		for _, dir := range h.dirs(name, false) {
-			if _, err := os.Stat(filepath.Dir(filepath.Dir(dir))); err != nil {
+		for _, ctrl := range v1Written {
+			base := filepath.Join(h.Mount, ctrl)
+			if _, err := os.Stat(base); err != nil {
 				continue // controller not mounted
 			}
-			if err := os.MkdirAll(dir, 0o755); err != nil {
+			if err := os.MkdirAll(filepath.Join(base, name), 0o755); err != nil {
 				return fmt.Errorf("cgroups: %w", err)
 			}
 		}
