@@ -230,7 +230,18 @@ func TestVolumeRestoreRefused(t *testing.T) {
 			Target: v1alpha1.BackupTarget{Bucket: "vault"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := ks.Volumes(ns).Create(ctx, restoring("wrong", "db-nightly"), metav1.CreateOptions{})
+	// Admission reads Backups from its informer cache, which may not hold the Backup just
+	// created: a Volume admitted meanwhile is deleted and a new name tried, until the
+	// cache has it (the driver would fail that Volume terminally in any case).
+	var err error
+	for i, deadline := 0, time.Now().Add(30*time.Second); time.Now().Before(deadline); i++ {
+		name := fmt.Sprintf("wrong-%d", i)
+		if _, err = ks.Volumes(ns).Create(ctx, restoring(name, "db-nightly"), metav1.CreateOptions{}); err != nil {
+			break
+		}
+		_ = ks.Volumes(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		time.Sleep(100 * time.Millisecond)
+	}
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "backs up a Database") {
 		t.Errorf("restore from a Backup of a Database: %v, want 422", err)
 	}
