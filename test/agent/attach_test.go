@@ -3,10 +3,11 @@ package agent
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 

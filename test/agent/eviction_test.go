@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"kubeos.dev/kube/internal/server/servertest/slot"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,9 +19,9 @@ import (
 )
 
 // agentSlot is the pod CIDR and bridge of this package's extra agent process i (1 to 4):
-// a /26 of 10.239.<pid%250>.0/24, and kube-<w..z><pid>.
+// a /26 of 10.239.<slot>.0/24, and kube-<w..z><pid>.
 func agentSlot(i int) (cidr, bridge string) {
-	return fmt.Sprintf("10.239.%d.%d/26", os.Getpid()%250, 64*(i-1)), fmt.Sprintf("kube-%c%d", 'v'+i, os.Getpid())
+	return fmt.Sprintf("10.239.%d.%d/26", slot.Must(), 64*(i-1)), fmt.Sprintf("kube-%c%d", 'v'+i, os.Getpid())
 }
 
 // waitNode polls node until ok.

@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"kubeos.dev/kube/internal/server/servertest/slot"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -62,7 +64,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	n := os.Getpid() % 250
+	n := slot.Must()
 	nodeName = fmt.Sprintf("agent-t%d", os.Getpid())
 	bridge = fmt.Sprintf("kube-t%d", os.Getpid())
 	podCIDR = fmt.Sprintf("10.234.%d.0/24", n)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"kubeos.dev/kube/internal/server/servertest/slot"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -54,7 +56,7 @@ type agentProcess struct {
 
 func startAgentProcess(t *testing.T, node string) *agentProcess {
 	t.Helper()
-	n := os.Getpid() % 250
+	n := slot.Must()
 	return startAgentProcessWith(t, node, fmt.Sprintf("10.235.%d.0/24", n), fmt.Sprintf("kube-u%d", os.Getpid()),
 		[]string{"--kubeconfig", nodeKubeconfig(t, node)})
 }

@@ -27,6 +27,8 @@ import (
 	"syscall"
 	"time"
 
+	"kubeos.dev/kube/internal/server/servertest/slot"
+
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -119,7 +121,7 @@ func run(m *testing.M) (code int) {
 		return 1
 	}
 	bridge := fmt.Sprintf("kapp%d", os.Getpid())
-	podCIDR := fmt.Sprintf("10.243.%d.0/24", os.Getpid()%250)
+	podCIDR := fmt.Sprintf("10.243.%d.0/24", slot.Must())
 	agentDir = filepath.Join(dir, "agent")
 	imageDir := filepath.Join(dir, "images")
 	forward, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")

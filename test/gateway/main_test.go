@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"kubeos.dev/kube/internal/server/servertest/slot"
+
 	"github.com/prometheus/client_golang/prometheus"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,7 +73,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	bridge := fmt.Sprintf("kube-g%d", os.Getpid())
-	podCIDR := fmt.Sprintf("10.238.%d.0/24", os.Getpid()%250)
+	podCIDR := fmt.Sprintf("10.242.%d.0/24", slot.Must())
 	forward, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	defer os.WriteFile("/proc/sys/net/ipv4/ip_forward", forward, 0o644)
 	defer agent.Cleanup(context.Background(), bridge, podCIDR)

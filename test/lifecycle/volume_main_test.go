@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"kubeos.dev/kube/internal/server/servertest/slot"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -52,7 +54,7 @@ var volumeSuite = servertest.NewFixture("volume", func(fx *servertest.Fixture) e
 	nodeName = fmt.Sprintf("vol-t%d", os.Getpid())
 	bridge := fmt.Sprintf("kvol%d", os.Getpid())
 	// Two /24 node blocks: one for the agent's node, one for the simulated node.
-	podCIDR := fmt.Sprintf("10.241.%d.0/23", (os.Getpid()%125)*2)
+	podCIDR := fmt.Sprintf("10.241.%d.0/23", slot.Must()*2)
 	agentDir = filepath.Join(dir, "agent")
 	imageDir := filepath.Join(dir, "images")
 	forward, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")

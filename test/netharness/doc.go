@@ -15,7 +15,8 @@
 // Everything machine-wide is derived from the test process's pid and removed when Run
 // returns, pass or fail: sandboxes, both containerds, mounts, bridges, the network
 // namespace and veth, the agents' routes (internal/agent/routes.Cleanup), the nftables table (internal/agent/proxy.Cleanup) and the
-// host's ip_forward (restored). Addresses (N = pid % 120):
+// host's ip_forward (restored). Addresses (N is the process's
+// test slot, internal/server/servertest/slot: unique on the machine while it runs):
 //
 //	cluster (pod) CIDR  10.236.(2N).0/23 — node IPAM gives each node one /24 of it
 //	Service CIDR        10.237.(2N).0/23 (the cluster DNS address is its tenth)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"kubeos.dev/kube/internal/server/servertest/slot"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -115,7 +117,10 @@ func Run(m *testing.M, o Options, c **Cluster) int {
 
 func start(o Options) (*Cluster, error) {
 	pid := os.Getpid()
-	n := pid % 120
+	n, err := slot.N()
+	if err != nil {
+		return nil, err
+	}
 	dir, err := servertest.TempDir()
 	if err != nil {
 		return nil, err

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"kubeos.dev/kube/internal/server"
+
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -114,7 +116,11 @@ func (c *Cluster) startNodeB(ctx context.Context, cs kubernetes.Interface) error
 		"--kubeconfig", kc, "--data-dir", data, "--node-name", c.B.Name, "--port", "0", "--node-ip", c.B.IP,
 		"--cluster-cidr", c.ClusterCIDR, "--service-cidr", c.ServiceCIDR, "--bridge", c.B.Bridge,
 		"--containerd-proxy", "http://127.0.0.1:9", "--image-dir", c.ImageDir,
-		"--resolv-conf", filepath.Join(c.Dir, "resolv.conf"), "--services-table", c.B.Table}
+		"--resolv-conf", filepath.Join(c.Dir, "resolv.conf"), "--services-table", c.B.Table,
+		// Memory only, as the in-process agent (server.InProcessEvictionHard): the kubelet's
+		// disk thresholds (imagefs.available<15%) evict every pod of a test on a machine whose
+		// shared disk is fuller than that.
+		"--eviction-hard", server.InProcessEvictionHard}
 	c.agentB = &agentProcess{args: append(args, c.opts.AgentArgs...), dataDir: data, log: logf}
 	if err := c.agentB.start(); err != nil {
 		return err

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"kubeos.dev/kube/internal/server/servertest/slot"
+
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +22,7 @@ import (
 // TestRunFollowsService: Run answers on the kube-dns Service's ClusterIP from the API
 // and moves when it changes (loopback addresses, so no link is needed).
 func TestRunFollowsService(t *testing.T) {
-	n := os.Getpid() % 250
+	n := slot.Must()
 	first, second := fmt.Sprintf("127.54.%d.1", n), fmt.Sprintf("127.54.%d.2", n)
 	l, err := net.ListenPacket("udp", first+":0")
 	if err != nil {
