@@ -79,7 +79,7 @@ func startAgentProcessWith(t *testing.T, node, cidr, br string, auth []string, e
 		"--data-dir", filepath.Join(data, "d"), "--node-name", node, "--port", "0", "--pod-cidr", cidr, "--cluster-cidr", cidr,
 		"--bridge", br, "--containerd-proxy", "http://127.0.0.1:9", "--image-dir", imageDir,
 		"--resolv-conf", filepath.Join(dir, "resolv.conf"), "--cgroup-root", cgroupRoot,
-		// Pods only: Service networking is test/services-net's, test/dns's and test/netpol's
+		// Pods only: Service networking, DNS and NetworkPolicy are test/services-net's and test/netpol's
 		// (it would program the host's nftables and links outside this package's names).
 		"--services=false", "--dns=false", "--network-policy=false", "--node-routes=false", "--gateway=false",
 		// Memory only, as the in-process agent: with the kubelet's disk thresholds a shared

@@ -1,5 +1,5 @@
 // Package netharness is the shared fixture of the Service-networking test packages
-// (test/services-net, test/dns, test/netpol): one in-process `kube server --agent` (its own
+// (test/services-net, test/services-net/nonft, test/netpol): one in-process `kube server --agent` (its own
 // containerd, bridge, pod CIDR, Service CIDR and nftables table), optionally a SECOND
 // `kube agent` process in its own network namespace joined to the host by a veth pair, so
 // that traffic between the two nodes is real routed traffic, and a busybox image imported

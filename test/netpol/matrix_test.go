@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"kubeos.dev/kube/internal/agent/netpol/netpoltest"
 	"kubeos.dev/kube/test/netharness"
 	"kubeos.dev/kube/test/netpol/matrix"
 )
@@ -14,11 +15,21 @@ var (
 	modelErr  error
 )
 
-// setup makes namespaces x, y, z and the nine pods (all on the one node) once for the package.
+// setup makes namespaces x, y, z and the nine pods once for the package, alternating the
+// nodes A, B, A, … in x/a … z/c order.
 func setup(t *testing.T) *matrix.Model {
 	t.Helper()
 	modelOnce.Do(func() {
-		theModel, modelErr = matrix.New(t, cluster, func(string) netharness.Node { return cluster.A })
+		index := map[string]int{}
+		for i, p := range netpoltest.AllPods() {
+			index[p] = i
+		}
+		theModel, modelErr = matrix.New(t, cluster, func(pod string) netharness.Node {
+			if index[pod]%2 == 0 {
+				return cluster.A
+			}
+			return cluster.B
+		})
 	})
 	if modelErr != nil {
 		t.Fatal(modelErr)

@@ -19,7 +19,7 @@ import (
 // TestThroughService: a policy applies to connections sent to a ClusterIP as to the pod's
 // address (filtering follows the Service proxy's DNAT). Without a policy y/b and z/b reach
 // x/a through the Service; with ingress to x/a allowed only from namespace y, z/b is
-// refused and y/b still connects.
+// refused and y/b still connects. y/b runs on x/a's node (A), z/b on node B.
 func TestThroughService(t *testing.T) {
 	m := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

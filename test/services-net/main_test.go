@@ -2,7 +2,10 @@
 // on two nodes (the in-process agent on the host, a `kube agent` in its own network
 // namespace; test/netharness), Services in front of them, probes from pods, from each
 // node and through kubectl 1.33. shop_test.go is issue 19's "Done when" as one scenario
-// (cluster DNS, Services, NodePort, port-forward and NetworkPolicy together).
+// (cluster DNS, Services, NodePort, port-forward and NetworkPolicy together). dns_test.go
+// tests the node-local cluster DNS on node A: the kube-dns Service and its interface, the
+// records (queries straight to the listener with miekg/dns's client), upstream recursion
+// and its cache, real pods resolving with nslookup and wget, and the metrics.
 package servicesnet
 
 import (
@@ -13,10 +16,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/miekg/dns"
+	"kubeos.dev/kube/internal/server/servertest/slot"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,29 +43,101 @@ var c *netharness.Cluster
 
 // Node A runs the cluster DNS and NetworkPolicy too (node B, a `kube agent` with default
 // flags, runs both in its own namespace): on an interface and in an nftables table of this
-// package's, removed at the end.
+// package's, removed at the end. Node A's DNS answers on the kube-dns Service's ClusterIP
+// (dnsAddr, the tenth address of the Service CIDR); no query leaves the machine: node A's
+// resolv.conf names an upstream server of this package (miekg/dns on 127.53.N.1:53, N the
+// test slot), authoritative for example.test.
 var (
 	dnsIface    = fmt.Sprintf("ks%d", os.Getpid())
 	netpolTable = fmt.Sprintf("ksn%d", os.Getpid())
+	// dnsAddr is the kube-dns ClusterIP (host:53 in dnsHostPort).
+	dnsAddr, dnsHostPort string
+	// upstreamQueries counts what reached the upstream server.
+	upstreamQueries atomic.Int64
 )
 
 func TestMain(m *testing.M) {
-	code := netharness.Run(m, netharness.Options{Name: "svc", SecondNode: true, Server: func(so *server.Options) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	upstream := fmt.Sprintf("127.53.%d.1", slot.Must())
+	stop, err := startUpstream(net.JoinHostPort(upstream, "53"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "upstream DNS:", err)
+		return 1
+	}
+	defer stop()
+	dir, err := os.MkdirTemp("", "kube-svcnet-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	resolv := filepath.Join(dir, "resolv.conf")
+	if err := os.WriteFile(resolv, []byte("nameserver "+upstream+"\n"), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		agentdns.RemoveLink(ctx, dnsIface)
+		if err := netpol.Cleanup(ctx, netpolTable); err != nil {
+			fmt.Fprintln(os.Stderr, "netpol cleanup:", err)
+		}
+	}()
+	return netharness.Run(m, netharness.Options{Name: "svc", SecondNode: true, Server: func(so *server.Options) {
 		ip, err := server.ClusterDNSAddress("", so.ServiceClusterIPRange)
 		if err != nil {
 			panic(err)
 		}
+		dnsAddr, dnsHostPort = ip, net.JoinHostPort(ip, "53")
+		so.AgentResolvConf = resolv
 		so.AgentDNS = agent.DNSOptions{Enabled: true, Interface: dnsIface}
 		so.AgentClusterDNS = []string{ip}
 		so.AgentNetworkPolicy = agent.NetworkPolicyOptions{Enabled: true, Table: netpolTable}
 	}}, &c)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	agentdns.RemoveLink(ctx, dnsIface)
-	if err := netpol.Cleanup(ctx, netpolTable); err != nil {
-		fmt.Fprintln(os.Stderr, "netpol cleanup:", err)
+}
+
+// startUpstream serves example.test.: www A 192.0.2.7, alias CNAME www, everything else
+// NXDOMAIN with the SOA (minimum 60 s), over UDP and TCP.
+func startUpstream(addr string) (func(), error) {
+	soa := &dns.SOA{Hdr: dns.RR_Header{Name: "example.test.", Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: 60},
+		Ns: "ns.example.test.", Mbox: "h.example.test.", Serial: 1, Refresh: 60, Retry: 60, Expire: 60, Minttl: 60}
+	mux := dns.NewServeMux()
+	mux.HandleFunc(".", func(w dns.ResponseWriter, r *dns.Msg) {
+		upstreamQueries.Add(1)
+		m := new(dns.Msg)
+		m.SetReply(r)
+		m.Authoritative = true
+		q := r.Question[0]
+		switch dns.CanonicalName(q.Name) {
+		case "www.example.test.":
+			if q.Qtype == dns.TypeA {
+				m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(192, 0, 2, 7)})
+			} else {
+				m.Ns = append(m.Ns, soa)
+			}
+		default:
+			m.Rcode = dns.RcodeNameError
+			m.Ns = append(m.Ns, soa)
+		}
+		_ = w.WriteMsg(m)
+	})
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, err
 	}
-	os.Exit(code)
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		pc.Close()
+		return nil, err
+	}
+	us, ts := &dns.Server{PacketConn: pc, Handler: mux}, &dns.Server{Listener: l, Handler: mux}
+	go func() { _ = us.ActivateAndServe() }()
+	go func() { _ = ts.ActivateAndServe() }()
+	return func() { _ = us.Shutdown(); _ = ts.Shutdown() }, nil
 }
 
 func ctxT(t *testing.T, d time.Duration) context.Context {

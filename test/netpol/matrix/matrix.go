@@ -2,8 +2,7 @@
 // on a test/netharness cluster: it makes namespaces x, y, z and the nine busybox pods (TCP 80
 // and 81, placed on the nodes Place says), applies each step's policies and labels through
 // the API, and probes every pod from every pod (one exec per source pod through the API's
-// exec, in parallel), comparing the matrix with the expected one. Shared by test/netpol
-// (one node) and test/netpol/twonode.
+// exec, in parallel), comparing the matrix with the expected one. Used by test/netpol.
 package matrix
 
 import (

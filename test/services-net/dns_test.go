@@ -1,4 +1,4 @@
-package dns
+package servicesnet
 
 import (
 	"context"
@@ -21,8 +21,6 @@ import (
 	"kubeos.dev/kube/internal/server/servertest"
 	"kubeos.dev/kube/test/netharness"
 )
-
-func contextBackground() context.Context { return context.Background() }
 
 // ask sends one query to the node-local DNS over network (udp, tcp).
 func ask(network, name string, qtype uint16) (*dns.Msg, error) {
@@ -91,7 +89,7 @@ func TestKubeDNSService(t *testing.T) {
 	}
 	// The address is on the package's interface, as a /32.
 	servertest.Eventually(t, time.Minute, 200*time.Millisecond, func() error {
-		ifc, err := net.InterfaceByName(iface)
+		ifc, err := net.InterfaceByName(dnsIface)
 		if err != nil {
 			return err
 		}
@@ -103,7 +101,7 @@ func TestKubeDNSService(t *testing.T) {
 			}
 		}
 		if len(addrs) != 1 || addrs[0] != dnsAddr+"/32" {
-			return fmt.Errorf("%s addresses %v, want %s/32", iface, addrs, dnsAddr)
+			return fmt.Errorf("%s addresses %v, want %s/32", dnsIface, addrs, dnsAddr)
 		}
 		return nil
 	})
