@@ -12,7 +12,8 @@ import (
 // cluster compact once per interval between them, not once each.
 const compactRevKey = "/registry-compact-rev"
 
-// Compactor compacts etcd's history on a timer. At every tick it compacts to the revision it
+// Compactor compacts one etcd cluster's history on a timer (a store with overrides needs
+// one per cluster: Store.Clusters). At every tick it compacts to the revision it
 // saw at the previous tick, so at least one interval of history stays available for watches
 // to resume from.
 type Compactor struct {
@@ -75,7 +76,8 @@ func (c *Compactor) compactOnce(ctx context.Context, version, lastRev int64) (in
 	return version + 1, curRev, nil
 }
 
-// Compact compacts etcd's history up to rev at once. Tests and tools use it.
+// Compact compacts the history of the store's own cluster up to rev at once. Tests and
+// tools use it.
 func (s *Store) Compact(ctx context.Context, rev int64) error {
 	_, err := s.client.Compact(ctx, rev)
 	return wrapEtcd("", err)

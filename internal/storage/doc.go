@@ -24,6 +24,12 @@
 // Errors returned by the store wrap one of the package's sentinels and can be inspected with
 // errors.Is; *Error carries the key and revisions involved.
 //
+// A store can keep some resources in etcd clusters of their own, as kube-apiserver's
+// --etcd-servers-overrides (Store.WithOverrides): the keys of such a resource are read,
+// written and watched in its cluster, so its resourceVersions are that cluster's revisions
+// (comparable only with one another, as upstream's), and each cluster is compacted on its
+// own (one Compactor per Store.Clusters entry).
+//
 // The store never caches: package watchcache sits above it and serves lists and watches from
 // memory.
 package storage

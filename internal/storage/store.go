@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -16,9 +17,21 @@ import (
 )
 
 // Store is the object store over one etcd client. It is safe for concurrent use.
+//
+// A store made by WithOverrides keeps some resources in other etcd clusters (see
+// Override): every method that takes a key or a prefix reads and writes the cluster that
+// holds it; the others (CurrentRevision, RequestProgress, Compact, Client) are about the
+// store's own cluster, and For names the store of another one.
 type Store struct {
 	client      *clientv3.Client
 	transformer Transformer
+	// routes send the keys under a resource's prefix to the store of another cluster.
+	routes []route
+}
+
+type route struct {
+	prefix string // ResourcePrefix of the resource, ending in "/"
+	store  *Store
 }
 
 // New returns a store that keeps its objects in the cluster client talks to.
@@ -32,6 +45,60 @@ func NewWithTransformer(client *clientv3.Client, t Transformer) *Store {
 
 // Client is the etcd client the store uses.
 func (s *Store) Client() *clientv3.Client { return s.client }
+
+// Override names the etcd cluster that keeps the objects of one resource instead of the
+// store's own, as kube-apiserver's --etcd-servers-overrides: every key under
+// ResourcePrefix(Group, Resource), custom resources' included.
+type Override struct {
+	// Group is the API group ("" for the core group) and Resource the plural name.
+	Group, Resource string
+	// Client talks to the resource's cluster.
+	Client *clientv3.Client
+}
+
+// WithOverrides returns a store that keeps each override's resource in the override's
+// cluster and everything else in s's; values pass through s's transformer everywhere.
+// Overrides with one client share one store, and an override on s's own client changes
+// nothing. s itself is unchanged; overrides s has are not kept.
+func (s *Store) WithOverrides(overrides ...Override) *Store {
+	out := &Store{client: s.client, transformer: s.transformer}
+	byClient := map[*clientv3.Client]*Store{s.client: out}
+	for _, o := range overrides {
+		st, ok := byClient[o.Client]
+		if !ok {
+			st = &Store{client: o.Client, transformer: s.transformer}
+			byClient[o.Client] = st
+		}
+		if st != out {
+			out.routes = append(out.routes, route{prefix: ResourcePrefix(o.Group, o.Resource), store: st})
+		}
+	}
+	return out
+}
+
+// For returns the store of the cluster that holds the keys under prefix (or the key
+// prefix): an override's, or s. A prefix above a resource's, such as Prefix itself, is
+// s's: a list or watch never spans clusters.
+func (s *Store) For(prefix string) *Store {
+	for _, r := range s.routes {
+		if strings.HasPrefix(prefix, r.prefix) || prefix == r.prefix[:len(r.prefix)-1] {
+			return r.store
+		}
+	}
+	return s
+}
+
+// Clusters lists the store of every cluster s uses, s first, each once: what runs per
+// cluster (compaction, health checks, a watch cache's revisions) iterates over them.
+func (s *Store) Clusters() []*Store {
+	out := []*Store{s}
+	for _, r := range s.routes {
+		if !slices.Contains(out, r.store) {
+			out = append(out, r.store)
+		}
+	}
+	return out
+}
 
 // Preconditions must hold on the stored object for an update or delete to proceed.
 type Preconditions struct {
@@ -55,6 +122,9 @@ func (p *Preconditions) check(key string, cur *unstructured.Unstructured) error 
 // Create stores obj under key unless the key exists (ErrAlreadyExists). It returns obj with
 // its resourceVersion set; the store owns obj afterwards.
 func (s *Store) Create(ctx context.Context, key string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if t := s.For(key); t != s {
+		return t.Create(ctx, key, obj)
+	}
 	plain, err := encode(key, obj)
 	if err != nil {
 		return nil, err
@@ -79,6 +149,9 @@ func (s *Store) Create(ctx context.Context, key string, obj *unstructured.Unstru
 
 // Get returns the latest state of key, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, key string) (*unstructured.Unstructured, error) {
+	if t := s.For(key); t != s {
+		return t.Get(ctx, key)
+	}
 	resp, err := s.client.Get(ctx, key)
 	if err != nil {
 		return nil, wrapEtcd(key, err)
@@ -121,6 +194,9 @@ type ListResult struct {
 func (s *Store) List(ctx context.Context, prefix string, o ListOptions) (*ListResult, error) {
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
+	}
+	if t := s.For(prefix); t != s {
+		return t.List(ctx, prefix, o)
 	}
 	start := prefix
 	rev := int64(0)
@@ -192,6 +268,9 @@ func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
+	if t := s.For(prefix); t != s {
+		return t.Count(ctx, prefix)
+	}
 	resp, err := s.client.Get(ctx, prefix, clientv3.WithRange(prefixEnd(prefix)), clientv3.WithCountOnly())
 	if err != nil {
 		return 0, wrapEtcd(prefix, err)
@@ -199,7 +278,8 @@ func (s *Store) Count(ctx context.Context, prefix string) (int64, error) {
 	return resp.Count, nil
 }
 
-// CurrentRevision is the cluster's latest revision, read with a quorum read.
+// CurrentRevision is the latest revision of the store's own cluster (For(prefix) names
+// another's), read with a quorum read.
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 	resp, err := s.client.Get(ctx, compactRevKey)
 	if err != nil {
@@ -233,6 +313,9 @@ type UpdateOptions struct {
 // no-op: if the preconditions or fn fail on it, the update is retried once on the state read
 // from etcd, since the cached copy may simply be stale.
 func (s *Store) GuaranteedUpdate(ctx context.Context, key string, o UpdateOptions, fn UpdateFunc) (*unstructured.Unstructured, error) {
+	if t := s.For(key); t != s {
+		return t.GuaranteedUpdate(ctx, key, o, fn)
+	}
 	var cur *unstructured.Unstructured
 	var curData []byte // the plain stored form of cur
 	stale := false     // cur was read with a key that is no longer the writing one
@@ -360,6 +443,9 @@ type DeleteOptions struct {
 // resourceVersion is the revision of the deletion (as kube-apiserver returns it, and as the
 // watch's Deleted event carries it).
 func (s *Store) Delete(ctx context.Context, key string, o DeleteOptions) (*unstructured.Unstructured, error) {
+	if t := s.For(key); t != s {
+		return t.Delete(ctx, key, o)
+	}
 	cur, _, _, err := s.getRaw(ctx, key)
 	if err != nil {
 		return nil, err

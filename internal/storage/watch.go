@@ -73,6 +73,9 @@ func (s *Store) Watch(ctx context.Context, prefix string, o WatchOptions) (Watch
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
+	if t := s.For(prefix); t != s {
+		return t.Watch(ctx, prefix, o)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	base := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV()}
 	if o.ProgressNotify {
@@ -225,7 +228,8 @@ func filterEvent(ev Event, p Predicate) (Event, bool) {
 }
 
 // RequestProgress asks etcd to send a progress notification (a Bookmark event, for watches
-// opened with ProgressNotify) on every watch of this store, telling how far each has got.
+// opened with ProgressNotify) on every watch of this store's own cluster (For(prefix) names
+// another's), telling how far each has got.
 // A cache uses it as a fence: once the bookmark arrives, it has seen every change up to the
 // revision read before the request.
 func (s *Store) RequestProgress(ctx context.Context) error {

@@ -59,6 +59,9 @@
 //
 // Set creates caches lazily, one per resource prefix, on first use, so that a resource
 // nobody lists or watches (a CRD registered but unused) costs no goroutine and no memory.
+// Over a storage.Store that keeps some resources in etcd clusters of their own
+// (--etcd-servers-overrides), each cache is fed by, fences on and asks progress of its own
+// resource's cluster, and its revisions are that cluster's.
 //
 // Usage:
 //

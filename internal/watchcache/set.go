@@ -15,6 +15,10 @@ import (
 type Set struct {
 	ctx      context.Context
 	defaults Options
+	// clusters is defaults.Store when it keeps resources in several etcd clusters; starts
+	// holds each cluster's StartRevision.
+	clusters clusters
+	starts   map[*storage.Store]int64
 
 	mu     sync.Mutex
 	caches map[string]*setEntry
@@ -26,17 +30,45 @@ type setEntry struct {
 	done   chan struct{}
 }
 
+// clusters is a Store that keeps some resources in etcd clusters of their own
+// (storage.Store.WithOverrides, --etcd-servers-overrides): each cache is fed by the store of
+// its prefix's cluster, from that cluster's revisions.
+type clusters interface {
+	For(prefix string) *storage.Store
+	Clusters() []*storage.Store
+}
+
+var _ clusters = (*storage.Store)(nil)
+
 // NewSet returns an empty set. ctx bounds the life of every cache it starts; defaults
 // supply every Options field but Prefix and Attrs. Unless defaults name a StartRevision,
 // it is storage's revision now: every cache the set starts later replays the resource's
 // changes since, so starting caches on first use loses no history a client could ask for.
+// When defaults.Store keeps resources in several etcd clusters (a *storage.Store with
+// overrides), each cache reads the store of its own cluster and starts at that cluster's
+// revision now.
 func NewSet(ctx context.Context, defaults Options) *Set {
+	s := &Set{ctx: ctx, defaults: defaults, caches: map[string]*setEntry{}}
+	if cl, ok := defaults.Store.(clusters); ok && len(cl.Clusters()) > 1 {
+		s.clusters = cl
+		if defaults.StartRevision == 0 {
+			s.starts = map[*storage.Store]int64{}
+			for _, st := range cl.Clusters() {
+				rev, err := st.CurrentRevision(ctx)
+				if err != nil && defaults.Log != nil {
+					defaults.Log.Warn("watch cache: no start revision for an etcd cluster; its caches start at their first list", "err", err)
+				}
+				s.starts[st] = rev
+			}
+		}
+		return s
+	}
 	if defaults.StartRevision == 0 && defaults.Store != nil {
 		if rev, err := defaults.Store.CurrentRevision(ctx); err == nil {
-			defaults.StartRevision = rev
+			s.defaults.StartRevision = rev
 		}
 	}
-	return &Set{ctx: ctx, defaults: defaults, caches: map[string]*setEntry{}}
+	return s
 }
 
 // Get returns the cache of prefix, creating and starting it on the first call. attrs (nil:
@@ -56,6 +88,15 @@ func (s *Set) Get(prefix string, attrs storage.AttrFunc, indexed ...string) *Cac
 	defer s.mu.Unlock()
 	o := s.defaults
 	o.Prefix, o.Attrs = prefix, attrs
+	if s.clusters != nil {
+		st := s.clusters.For(prefix)
+		o.Store = st
+		if s.starts != nil {
+			o.StartRevision = s.starts[st]
+		} else if st != s.clusters.Clusters()[0] {
+			o.StartRevision = 0 // a StartRevision given is the main cluster's
+		}
+	}
 	if len(indexed) > 0 {
 		o.IndexFields = append(slices.Clone(o.IndexFields), indexed...)
 	}
