@@ -77,6 +77,12 @@ type Aggregator struct {
 	gen     atomic.Uint64
 	kick    chan struct{}
 	synced  atomic.Bool
+
+	// docs are the remotes' OpenAPI documents (openapi.go), guarded by mu; openAPIGen
+	// changes with them; openAPIKick asks the download loop for a pass.
+	docs        map[schema.GroupVersion]*openAPIDoc
+	openAPIGen  atomic.Uint64
+	openAPIKick chan struct{}
 }
 
 // New makes an Aggregator; Start runs it.
@@ -98,10 +104,12 @@ func New(o Options) (*Aggregator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Aggregator{opts: o, client: cs, agg: agg, cert: cert, remotes: map[schema.GroupVersion]*remote{}, kick: make(chan struct{}, 1)}, nil
+	return &Aggregator{opts: o, client: cs, agg: agg, cert: cert, remotes: map[schema.GroupVersion]*remote{}, kick: make(chan struct{}, 1),
+		docs: map[schema.GroupVersion]*openAPIDoc{}, openAPIKick: make(chan struct{}, 1)}, nil
 }
 
-// Start runs the informers and the availability check until ctx ends.
+// Start runs the informers, the availability check and the OpenAPI downloads until ctx
+// ends.
 func (a *Aggregator) Start(ctx context.Context) error {
 	kf := informers.NewSharedInformerFactory(a.client, 0)
 	af := aggregatorinformers.NewSharedInformerFactory(a.agg, 0)
@@ -131,10 +139,15 @@ func (a *Aggregator) Start(ctx context.Context) error {
 		return nil
 	}
 	a.synced.Store(true)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() { defer wg.Done(); a.openAPILoop(ctx) }()
 	t := time.NewTicker(checkInterval)
 	defer t.Stop()
 	for {
 		a.check(ctx)
+		a.pokeOpenAPI()
 		select {
 		case <-ctx.Done():
 			return nil

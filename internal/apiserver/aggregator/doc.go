@@ -20,5 +20,14 @@
 //     with reason Passed once GET /apis/<group>/<version> answered 2xx as
 //     system:kube-aggregator in system:masters; the resource list it returned is what
 //     discovery serves for that group-version (Groups).
+//   - OpenAPI (openapi.go): after each check, the documents of every available remote are
+//     downloaded as system:kube-aggregator when it has none yet, when its APIService
+//     changed, or once a minute (with the ETag, or the hash in the v3 index: an unchanged
+//     document is not read again): /openapi/v2 filtered to /apis/<group>/<version>/ and the
+//     definitions those paths use, and the group-version's /openapi/v3 document (converted
+//     from v2 when the server has no /openapi/v3). The last download stays while its
+//     APIService exists, as kube-aggregator's; the documents go when it is deleted.
+//     OpenAPIDocuments hands them to internal/apiserver/openapi (Handler.SetRemote), which
+//     merges them into /openapi/v2 and lists them in /openapi/v3.
 //   - Local APIServices (no service) are internal/controllers/apiservice's.
 package aggregator

@@ -15,4 +15,11 @@
 // after the change; each kind's part is built once and reused while the kind is unchanged,
 // and serialisation (JSON, protobuf, hashes) is lazy per format through kube-openapi's
 // handler and handler3 services.
+//
+// With SetRemote, the extension API servers' documents (a Remote: the aggregation layer,
+// internal/apiserver/aggregator) are served too: their paths and definitions merged into
+// /openapi/v2 with kube-openapi's aggregator package, as kube-aggregator merges them (the
+// registry's paths win; a definition of the same name but another schema is renamed), and
+// each remote group-version's own OpenAPI 3 document listed in /openapi/v3. A change of the
+// remote documents rebuilds only the merge, not the registry's part.
 package openapi

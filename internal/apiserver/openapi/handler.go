@@ -25,6 +25,8 @@ import (
 // Handler serves /openapi/v2 and /openapi/v3[/...]. Safe for concurrent use.
 type Handler struct {
 	reg *registry.Registry
+	// remote is the extension servers' documents (SetRemote), nil when there are none.
+	remote Remote
 
 	v2 *handler.OpenAPIService
 	v3 *handler3.OpenAPIService
@@ -41,19 +43,34 @@ type Handler struct {
 	next    chan struct{}
 	running bool
 	// Owned by the goroutine holding build: the last fragments by kind; and by name, the
-	// shared definitions' direct references and their v2 and v3 forms.
+	// shared definitions' direct references and their v2 and v3 forms; and by index key,
+	// the version (etag) of the document registered with v3.
 	fragments        map[*registry.Kind]*fragment
 	defRefs          map[string][]string
 	shared2, shared3 map[string]spec.Schema
+	published        map[string]string
 }
 
-// snapshot is the documents of one registry generation.
+// snapshot is the documents of one registry generation and one generation of the remote
+// documents.
 type snapshot struct {
-	gen     uint64
-	swagger *spec.Swagger
-	// gvs are the v3 documents by index key, with the kinds that made them: a document is
-	// rebuilt only when its kinds change.
+	gen, remoteGen uint64
+	// local is the registry's v2 document; swagger is local merged with the remote ones.
+	local, swagger *spec.Swagger
+	// gvs are the registry's v3 documents by index key, with the kinds that made them: a
+	// document is rebuilt only when its kinds change.
 	gvs map[string]*gvDocument
+	// remote are the remote v3 documents by index key.
+	remote map[string]RemoteDocument
+}
+
+// served reports whether the v3 document of index key is served.
+func (s *snapshot) served(key string) bool {
+	if _, ok := s.remote[key]; ok {
+		return true
+	}
+	_, ok := s.gvs[key]
+	return ok
 }
 
 type gvDocument struct {
@@ -72,10 +89,11 @@ func New(reg *registry.Registry) *Handler {
 		defRefs:   map[string][]string{},
 		shared2:   map[string]spec.Schema{},
 		shared3:   map[string]spec.Schema{},
+		published: map[string]string{},
 	}
 	h.v2 = handler.NewOpenAPIServiceLazy(cached.Func(func() (*spec.Swagger, string, error) {
 		s := h.current()
-		return s.swagger, "gen-" + strconv.FormatUint(s.gen, 10), nil
+		return s.swagger, "gen-" + strconv.FormatUint(s.gen, 10) + "-" + strconv.FormatUint(s.remoteGen, 10), nil
 	}))
 	h.v2.RegisterOpenAPIVersionedService("/openapi/v2", h.v2mux)
 	return h
@@ -98,7 +116,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.v3.HandleDiscovery(w, r)
 	case strings.HasPrefix(path, "/openapi/v3/"):
 		s := h.current()
-		if _, ok := s.gvs[strings.TrimPrefix(path, "/openapi/v3/")]; !ok {
+		if !s.served(strings.TrimPrefix(path, "/openapi/v3/")) {
 			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound,
 				"the server could not find the requested resource")
 			return
@@ -121,12 +139,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // for it, nor pile up behind it.
 const staleWait = 500 * time.Millisecond
 
-// current returns the documents of the registry's current generation, or, when they are
-// not built within staleWait, the previous ones. Requests for an up-to-date generation
-// take no lock; after a change one builder goroutine rebuilds, however many requests ask.
+// current returns the documents of the registry's and the remote documents' current
+// generations, or, when they are not built within staleWait, the previous ones. Requests
+// for up-to-date generations take no lock; after a change one builder goroutine rebuilds,
+// however many requests ask.
 func (h *Handler) current() *snapshot {
 	s := h.snap.Load()
-	if s != nil && s.gen == h.reg.Generation() {
+	if s != nil && s.gen == h.reg.Generation() && s.remoteGen == h.remoteGeneration() {
 		return s
 	}
 	done := h.requestBuild()
@@ -173,18 +192,69 @@ func (h *Handler) builder() {
 		}
 		h.mu.Unlock()
 		h.build.Lock()
-		gen := h.reg.Generation()
-		if prev := h.snap.Load(); prev == nil || prev.gen != gen {
-			h.snap.Store(h.rebuild(gen, h.reg.Kinds(), prev))
+		gen, remoteGen := h.reg.Generation(), h.remoteGeneration()
+		if prev := h.snap.Load(); prev == nil || prev.gen != gen || prev.remoteGen != remoteGen {
+			h.snap.Store(h.rebuild(gen, remoteGen, prev))
 		}
 		h.build.Unlock()
 		close(ch)
 	}
 }
 
-// rebuild makes the snapshot of one generation, reusing the fragments of unchanged kinds
-// and the v3 documents of unchanged group-versions. Called with h.build held.
-func (h *Handler) rebuild(gen uint64, kinds []*registry.Kind, prev *snapshot) *snapshot {
+// rebuild makes the snapshot of one registry generation and one remote generation: the
+// registry's part is reused when only the remote documents changed. Called with h.build
+// held.
+func (h *Handler) rebuild(gen, remoteGen uint64, prev *snapshot) *snapshot {
+	s := &snapshot{gen: gen, remoteGen: remoteGen}
+	if prev != nil && prev.gen == gen {
+		s.local, s.gvs = prev.local, prev.gvs
+	} else {
+		s.local, s.gvs = h.buildLocal(gen, h.reg.Kinds(), prev)
+	}
+	var docs []RemoteDocument
+	if h.remote != nil {
+		docs = h.remote.OpenAPIDocuments()
+	}
+	s.swagger = mergeV2(s.local, docs)
+	s.remote = remoteV3(docs)
+	h.publishV3(s)
+	return s
+}
+
+// publishV3 registers with the v3 service the document of every index key of s, the
+// remote one where there is one, and removes the keys s no longer has. Called with
+// h.build held.
+func (h *Handler) publishV3(s *snapshot) {
+	want := make(map[string]string, len(s.gvs)+len(s.remote))
+	for key, d := range s.gvs {
+		want[key] = d.etag
+	}
+	for key, d := range s.remote {
+		want[key] = "remote:" + d.V3Etag
+	}
+	for key, etag := range want {
+		if h.published[key] == etag {
+			continue
+		}
+		if d, ok := s.remote[key]; ok {
+			h.v3.UpdateGroupVersionLazy(key, cached.Static(d.V3, etag))
+		} else {
+			h.v3.UpdateGroupVersionLazy(key, cached.Static(s.gvs[key].doc, etag))
+		}
+		h.published[key] = etag
+	}
+	for key := range h.published {
+		if _, ok := want[key]; !ok {
+			h.v3.DeleteGroupVersion(key)
+			delete(h.published, key)
+		}
+	}
+}
+
+// buildLocal makes the registry's documents of one generation, reusing the fragments of
+// unchanged kinds and the v3 documents of unchanged group-versions. Called with h.build
+// held.
+func (h *Handler) buildLocal(gen uint64, kinds []*registry.Kind, prev *snapshot) (*spec.Swagger, map[string]*gvDocument) {
 	fragments := make(map[*registry.Kind]*fragment, len(kinds))
 	byGV := map[string][]*registry.Kind{}
 	for _, k := range kinds {
@@ -197,7 +267,7 @@ func (h *Handler) rebuild(gen uint64, kinds []*registry.Kind, prev *snapshot) *s
 	}
 	h.fragments = fragments
 
-	s := &snapshot{gen: gen, gvs: make(map[string]*gvDocument, len(byGV))}
+	gvs := make(map[string]*gvDocument, len(byGV))
 
 	// v2: one document with every path and definition.
 	sw := newSwagger()
@@ -218,26 +288,17 @@ func (h *Handler) rebuild(gen uint64, kinds []*registry.Kind, prev *snapshot) *s
 			sw.Definitions[name] = h.shared(name, true)
 		}
 	}
-	s.swagger = sw
 
 	// v3: one document per group-version.
 	for gv, ks := range byGV {
 		if old := prevDocument(prev, gv); old != nil && sameKinds(old.kinds, ks) {
-			s.gvs[gv] = old
+			gvs[gv] = old
 			continue
 		}
 		doc := h.groupVersionDocument(ks, fragments)
-		s.gvs[gv] = &gvDocument{kinds: ks, doc: doc, etag: gv + "@" + strconv.FormatUint(gen, 10)}
-		h.v3.UpdateGroupVersionLazy(gv, cached.Static(doc, s.gvs[gv].etag))
+		gvs[gv] = &gvDocument{kinds: ks, doc: doc, etag: gv + "@" + strconv.FormatUint(gen, 10)}
 	}
-	if prev != nil {
-		for gv := range prev.gvs {
-			if _, ok := s.gvs[gv]; !ok {
-				h.v3.DeleteGroupVersion(gv)
-			}
-		}
-	}
-	return s
+	return sw, gvs
 }
 
 func prevDocument(prev *snapshot, gv string) *gvDocument {
