@@ -18,6 +18,11 @@ const (
 	Create Operation = "CREATE"
 	Update Operation = "UPDATE"
 	Delete Operation = "DELETE"
+	// Connect is a request to a connect subresource (pods/exec, pods/attach,
+	// pods/portforward, pods/proxy, services/proxy, nodes/proxy): its Object is the
+	// subresource's options (v1 PodExecOptions, ...), which carry no metadata; OldObject
+	// and Options are nil.
+	Connect Operation = "CONNECT"
 )
 
 // Attributes describe one admission request.
@@ -30,7 +35,8 @@ type Attributes struct {
 	Name        string
 	// Namespaced says the resource is namespaced (for rules' scope).
 	Namespaced bool
-	// Object is the proposed object (nil for Delete); Admit may change it in place.
+	// Object is the proposed object (nil for Delete; the options for Connect); Admit may
+	// change it in place.
 	Object *unstructured.Unstructured
 	// OldObject is the stored object (nil for Create).
 	OldObject *unstructured.Unstructured

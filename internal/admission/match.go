@@ -86,7 +86,8 @@ func SelectorMatches(sel *metav1.LabelSelector, lbls map[string]string) (bool, e
 }
 
 // ObjectSelectorMatches is upstream's objectSelector rule: the object or the old object
-// matches.
+// matches. A connect's options object has no labels (no metadata at all): a selector that
+// selects something never matches it, as upstream's, even one that would match no labels.
 func ObjectSelectorMatches(sel *metav1.LabelSelector, a *Attributes) (bool, error) {
 	if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
 		return true, nil
@@ -108,7 +109,7 @@ func labelsOf(a *Attributes, old bool) map[string]string {
 	if old {
 		o = a.OldObject
 	}
-	if o == nil {
+	if o == nil || a.Operation == Connect {
 		return nil
 	}
 	l := o.GetLabels()

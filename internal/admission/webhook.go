@@ -508,8 +508,12 @@ func reviewRequest(a *Attributes) (*admissionv1.AdmissionReview, types.UID, erro
 }
 
 // optionsJSON is the operation's options object (CreateOptions, UpdateOptions or
-// DeleteOptions), as upstream sends it.
+// DeleteOptions), as upstream sends it; a connect has none (its options are the object):
+// request.options is null, as upstream's.
 func optionsJSON(a *Attributes) []byte {
+	if a.Operation == Connect {
+		return nil
+	}
 	kind := map[Operation]string{Create: "CreateOptions", Update: "UpdateOptions", Delete: "DeleteOptions"}[a.Operation]
 	o := map[string]any{}
 	for k, v := range a.Options {

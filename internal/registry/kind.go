@@ -111,6 +111,12 @@ type Kind struct {
 	// is persisted and no other verb is served. Access reviews (SelfSubjectAccessReview, ...),
 	// SelfSubjectReview and TokenReview are such kinds. An error may be an API status error.
 	Create func(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
+	// Read, when set, makes the kind's reads computed: get and list answer what it returns
+	// and nothing is read from or written to storage; Verbs should then be get and list.
+	// ComponentStatus is such a kind (upstream probes the control plane's parts on every
+	// read). Set it before the kind is served; without it the kind would be read from
+	// storage.
+	Read ComputedReader
 	// Subresources are create-only subresources computed by a hook (serviceaccounts/token),
 	// by subresource name. The status, scale and finalize subresources are not listed here.
 	Subresources map[string]*Subresource
@@ -134,6 +140,14 @@ type Kind struct {
 
 	// derived holds what Derived caches.
 	derived sync.Map
+}
+
+// ComputedReader computes the objects of a kind whose reads are computed (Kind.Read).
+type ComputedReader interface {
+	// Get returns the object name; one that does not exist is an API NotFound error.
+	Get(ctx context.Context, name string) (*unstructured.Unstructured, error)
+	// List returns every object, in the order they are listed.
+	List(ctx context.Context) ([]*unstructured.Unstructured, error)
 }
 
 // Subresource is a create-only subresource whose request and response objects are of

@@ -12,10 +12,12 @@ import (
 
 // wireWorkload gives the workload kinds (internal/registry/workload, registered with the
 // built-in kinds) what their subresources act through: pods/binding writes the pod in
-// storage, pods/eviction reads budgets and deletes pods through a loopback client.
+// storage, pods/eviction reads budgets and deletes pods through a loopback client;
+// ComponentStatus is computed from the server's etcd check and the controllers' Leases.
 func (s *Server) wireWorkload() {
 	workload.Wire(s.Registry, &workload.Deps{Store: s.Store, Client: s.apiserverClient})
 	workload.SetNamespaceClient(s.apiserverClient.CoreV1().Namespaces())
+	s.wireComponentStatus() // componentstatus.go
 }
 
 // authorizeWorkload gives the workload strategies that authorize within a write (a

@@ -5,6 +5,8 @@ import (
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "sigs.k8s.io/json"
@@ -115,4 +117,44 @@ func checkTypedFields(c *call, o writeOptions, kind, version string, typed runti
 		addWarning(c.w, e.Error())
 	}
 	return nil
+}
+
+// readComputed serves a get or list of a kind whose reads are computed (Kind.Read):
+// nothing is read from storage. A list is filtered by its label and field selectors and
+// carries no resourceVersion, as upstream's ComponentStatus list; it is never paged.
+func (c *call) readComputed() {
+	out, err := c.negotiate()
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	switch {
+	case c.info.Verb == "get" && c.info.Subresource == "":
+		obj, err := c.kind.Read.Get(c.ctx, c.info.Name)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		c.writeObject(http.StatusOK, obj, out)
+	case c.info.Verb == "list" && c.info.Subresource == "":
+		p, err := c.parseListParams(c.r.URL.Query())
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		all, err := c.kind.Read.List(c.ctx)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		items := make([]*unstructured.Unstructured, 0, len(all))
+		for _, o := range all {
+			if p.pred.Empty() || p.pred.Matches(o) {
+				items = append(items, o)
+			}
+		}
+		c.writeListAs(out, metav1.ListMeta{}, items)
+	default:
+		c.fail(methodNotSupported(c.gr, c.info.Verb))
+	}
 }

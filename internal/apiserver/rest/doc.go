@@ -15,4 +15,9 @@
 // Every create, update and patch records its field manager in metadata.managedFields, and
 // server-side apply merges by owner (conflicts are 409s), through apimachinery's managedfields
 // as kube-apiserver does (managed.go).
+//
+// Requests to connect subresources (pods/exec, ..., nodes/proxy) are admitted with
+// operation CONNECT and their options as the object, then handed to the Connect handler
+// (connect.go). Kinds whose reads are computed (registry.Kind.Read: ComponentStatus) are
+// answered by their hook and never read from storage (computed.go).
 package rest

@@ -47,7 +47,8 @@ type Options struct {
 	// garbage-collection finalizer. The collector watches custom resources only once they
 	// have objects; this tells it at once.
 	CollectorHint func(schema.GroupResource)
-	// Admission, when set, admits every create, update and delete.
+	// Admission, when set, admits every create, update and delete, and every request to a
+	// connect subresource (operation CONNECT) before the Connect handler sees it.
 	Admission admission.Interface
 	// Done, when closed, ends every watch being served (server shutdown).
 	Done <-chan struct{}
@@ -126,11 +127,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		addWarning(w, kind.DeprecationWarning)
 	}
 	if info.Subresource != "" && info.Name != "" && slices.Contains(kind.Connect, info.Subresource) {
-		if h.connect == nil {
-			WriteStatus(w, ResourceNotFound())
-			return
-		}
-		h.connect.ServeHTTP(w, r)
+		c.connect() // connect.go: admitted, then the Connect handler
 		return
 	}
 	if len(info.Parts) > 3 {
@@ -184,6 +181,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !kind.Supports(info.Verb) {
 		WriteStatus(w, methodNotSupported(c.gr, info.Verb))
+		return
+	}
+	if kind.Read != nil {
+		c.readComputed()
 		return
 	}
 	if kind.Create != nil {

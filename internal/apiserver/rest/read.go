@@ -188,21 +188,26 @@ func (c *call) list() {
 		return
 	}
 	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Revision, 10), Continue: res.Continue, RemainingItemCount: res.RemainingItemCount}
+	c.writeListAs(out, lm, res.Items)
+}
+
+// writeListAs writes a list in the negotiated output.
+func (c *call) writeListAs(out output, lm metav1.ListMeta, objs []*unstructured.Unstructured) {
 	switch out {
 	case outTable:
-		writeJSON(c.w, http.StatusOK, c.table(res.Items, lm, false))
+		writeJSON(c.w, http.StatusOK, c.table(objs, lm, false))
 	case outPartial:
-		items := make([]any, len(res.Items))
-		for i, o := range res.Items {
+		items := make([]any, len(objs))
+		for i, o := range objs {
 			items[i] = partial(o)
 		}
 		writeJSON(c.w, http.StatusOK, map[string]any{"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": lm, "items": items})
 	case outPartialProtobuf:
-		c.writePartialProtoList(lm, res.Items)
+		c.writePartialProtoList(lm, objs)
 	case outProtobuf:
-		c.writeProtoList(lm, res.Items)
+		c.writeProtoList(lm, objs)
 	default:
-		c.writeList(lm, res.Items)
+		c.writeList(lm, objs)
 	}
 }
 
