@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -82,6 +83,13 @@ func newServerCommand(out, errOut io.Writer) *cobra.Command {
 			setDefaultGCPercent()
 			o.Out, o.Log = out, log
 			o.DenyPrivileged = !allowPrivileged
+			if o.MaxRequestsInFlight == 0 && o.MaxMutatingRequestsInFlight == 0 {
+				// Both flags given as 0 (Complete would take them for unset Options).
+				if !o.DisablePriorityAndFairness {
+					return fmt.Errorf("invalid configuration: MaxRequestsInFlight=0 and MaxMutatingRequestsInFlight=0; they must add up to something positive") // upstream's message
+				}
+				o.MaxRequestsInFlight, o.MaxMutatingRequestsInFlight = math.MaxInt32, math.MaxInt32 // no limits, as upstream
+			}
 			o.Complete()
 			if err := o.Validate(); err != nil {
 				return err
@@ -110,6 +118,7 @@ func newServerCommand(out, errOut io.Writer) *cobra.Command {
 	f.IntVar(&o.SecurePort, "secure-port", 6443, "port to serve HTTPS on (0: any free port)")
 	f.StringVar(&o.AdvertiseAddress, "advertise-address", "", "IP address clients reach this server on; added to the serving certificate")
 	f.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "external etcd members (comma-separated URLs); empty runs an embedded etcd")
+	f.StringSliceVar(&o.EtcdServersOverrides, "etcd-servers-overrides", nil, `per-resource etcd clusters, as kube-apiserver's: comma-separated group/resource#servers, servers semicolon-separated URLs; the resource (custom resources too) is stored, watched and compacted there, e.g. "/events#http://etcd6:2379,apps/deployments#http://etcd4:2379;http://etcd5:2379"`)
 	f.StringVar(&o.EtcdCertFile, "etcd-certfile", "", "client certificate for the external etcd")
 	f.StringVar(&o.EtcdKeyFile, "etcd-keyfile", "", "client key for the external etcd")
 	f.StringVar(&o.EtcdCAFile, "etcd-cafile", "", "CA that verifies the external etcd members")
@@ -129,8 +138,8 @@ func newServerCommand(out, errOut io.Writer) *cobra.Command {
 	addDataServicesFlags(f, &o.DataServicesOptions)
 	// --- Services (internal/servicealloc) ---
 	f.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", servicealloc.DefaultServiceClusterIPRange, "CIDR Service cluster IPs are allocated from, or an IPv4 and an IPv6 CIDR (comma-separated) for dual-stack; its first address is the kubernetes Service's")
-	f.IntVar(&o.MaxRequestsInFlight, "max-requests-inflight", 400, "non-mutating requests in flight at once; with API priority and fairness, this plus --max-mutating-requests-inflight is the server's total concurrency")
-	f.IntVar(&o.MaxMutatingRequestsInFlight, "max-mutating-requests-inflight", 200, "mutating requests in flight at once (see --max-requests-inflight)")
+	f.IntVar(&o.MaxRequestsInFlight, "max-requests-inflight", 400, "with API priority and fairness, this plus --max-mutating-requests-inflight is the server's total concurrency limit (the sum must be positive); without it, the limit of non-mutating requests in flight (0: no limit)")
+	f.IntVar(&o.MaxMutatingRequestsInFlight, "max-mutating-requests-inflight", 200, "with API priority and fairness, this plus --max-requests-inflight is the server's total concurrency limit; without it, the limit of mutating requests in flight (0: no limit)")
 	f.Var(invertedBool{&o.DisablePriorityAndFairness}, "enable-priority-and-fairness", "classify and queue requests by FlowSchemas and PriorityLevelConfigurations (API priority and fairness) instead of the two in-flight limits")
 	f.Lookup("enable-priority-and-fairness").NoOptDefVal = "true"
 	f.StringVar(&o.ServiceNodePortRange, "service-node-port-range", servicealloc.DefaultServiceNodePortRange, "port range (inclusive) NodePort and LoadBalancer Services get node ports from")

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"kubeos.dev/kube/internal/etcd"
 	"kubeos.dev/kube/internal/servicealloc"
 )
 
@@ -35,6 +36,13 @@ type Options struct {
 	// EtcdServers points at an external etcd cluster; empty runs an embedded member.
 	EtcdServers                           []string
 	EtcdCertFile, EtcdKeyFile, EtcdCAFile string
+	// EtcdServersOverrides is kube-apiserver's --etcd-servers-overrides: entries
+	// "group/resource#servers" (servers semicolon-separated URLs, e.g.
+	// "/events#http://127.0.0.1:2479") whose resource is stored in, watched from and
+	// compacted in that etcd cluster instead of the main one (embedded or EtcdServers).
+	// Clients use the EtcdCertFile, EtcdKeyFile and EtcdCAFile of the main cluster, as
+	// upstream's. Unlike upstream it also applies to custom resources.
+	EtcdServersOverrides []string
 	// KubeletPreferredAddressTypes are the node address types tried, in order, to reach a
 	// node's agent (kube-apiserver's --kubelet-preferred-address-types); nil means
 	// InternalIP, ExternalIP, Hostname, as kubeadm configures kube-apiserver (whose own
@@ -81,9 +89,10 @@ type Options struct {
 	ServiceNodePortRange string
 	// --- end Services ---
 	// MaxRequestsInFlight and MaxMutatingRequestsInFlight are --max-requests-inflight and
-	// --max-mutating-requests-inflight (defaults 400 and 200): with API priority and fairness
-	// their sum is the server's concurrency shared among the priority levels, as upstream
-	// interprets them; without it, the two separate limits.
+	// --max-mutating-requests-inflight (defaults 400 and 200), as upstream interprets them:
+	// with API priority and fairness their sum is the server's total concurrency limit,
+	// shared among the priority levels (so one of them may be 0); without it, the two
+	// separate limits, 0 disabling one. Both 0 (the zero Options) take the defaults.
 	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
 	// DisablePriorityAndFairness is --enable-priority-and-fairness=false: the two in-flight
 	// limits instead of API priority and fairness.
@@ -143,11 +152,8 @@ func (o *Options) Complete() {
 		o.ServiceNodePortRange = servicealloc.DefaultServiceNodePortRange
 	}
 	// --- end Services ---
-	if o.MaxRequestsInFlight == 0 {
-		o.MaxRequestsInFlight = 400
-	}
-	if o.MaxMutatingRequestsInFlight == 0 {
-		o.MaxMutatingRequestsInFlight = 200
+	if o.MaxRequestsInFlight == 0 && o.MaxMutatingRequestsInFlight == 0 {
+		o.MaxRequestsInFlight, o.MaxMutatingRequestsInFlight = 400, 200
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
@@ -162,8 +168,12 @@ func (o *Options) Validate() error {
 	if net.ParseIP(o.BindAddress) == nil {
 		return fmt.Errorf("--bind-address %q is not an IP address", o.BindAddress)
 	}
-	if o.MaxRequestsInFlight < 0 || o.MaxMutatingRequestsInFlight < 0 {
-		return errors.New("--max-requests-inflight and --max-mutating-requests-inflight must not be negative")
+	// upstream's messages
+	if o.MaxRequestsInFlight < 0 {
+		return errors.New("--max-requests-inflight can not be negative value")
+	}
+	if o.MaxMutatingRequestsInFlight < 0 {
+		return errors.New("--max-mutating-requests-inflight can not be negative value")
 	}
 	if o.SecurePort < 0 || o.SecurePort > 65535 {
 		return fmt.Errorf("--secure-port %d is out of range", o.SecurePort)
@@ -187,8 +197,11 @@ func (o *Options) Validate() error {
 	if o.WatchCacheSize < 10 {
 		return fmt.Errorf("--watch-cache-size %d is too small (at least 10)", o.WatchCacheSize)
 	}
-	if len(o.EtcdServers) == 0 && (o.EtcdCertFile != "" || o.EtcdKeyFile != "" || o.EtcdCAFile != "") {
-		return errors.New("--etcd-certfile, --etcd-keyfile and --etcd-cafile need --etcd-servers")
+	if len(o.EtcdServers) == 0 && len(o.EtcdServersOverrides) == 0 && (o.EtcdCertFile != "" || o.EtcdKeyFile != "" || o.EtcdCAFile != "") {
+		return errors.New("--etcd-certfile, --etcd-keyfile and --etcd-cafile need --etcd-servers or --etcd-servers-overrides")
+	}
+	if _, err := etcd.ParseServersOverrides(o.EtcdServersOverrides); err != nil {
+		return err
 	}
 	if (o.EtcdCertFile == "") != (o.EtcdKeyFile == "") {
 		return errors.New("--etcd-certfile and --etcd-keyfile go together")

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,6 +58,9 @@ type Server struct {
 	pki                  *pki.PKI
 	listener             net.Listener
 	metrics              *prometheus.Registry
+
+	// overrideClients talk to the clusters of --etcd-servers-overrides.
+	overrideClients []*clientv3.Client
 
 	// Registry is the type registry the API serves.
 	Registry *registry.Registry
@@ -157,6 +162,9 @@ func New(ctx context.Context, o Options) (_ *Server, err error) {
 		return nil, err
 	}
 	if s.Store, err = s.newStore(); err != nil {
+		return nil, err
+	}
+	if err = s.etcdOverrides(ctx); err != nil {
 		return nil, err
 	}
 	s.Registry = registry.New()
@@ -283,6 +291,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	disc.SetRemote(opsDiscovery{agg}) // the ops API (ops.go) is listed after the extension servers' groups
 	oapi := openapi.New(s.Registry)
+	oapi.SetRemote(agg) // the extension servers' documents, merged
 	health := &health{client: s.client, ready: s.ready, bus: s.lifecycle.bus.Healthy}
 
 	mux := http.NewServeMux()
@@ -320,7 +329,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}))
 	s.newFlowControl()
 	handler := filters.Chain(mux, filters.Options{
-		MaxMutatingInFlight: o.MaxMutatingRequestsInFlight, MaxReadOnlyInFlight: o.MaxRequestsInFlight,
+		MaxMutatingInFlight: inFlightLimit(o.MaxMutatingRequestsInFlight), MaxReadOnlyInFlight: inFlightLimit(o.MaxRequestsInFlight),
 		FlowControl:    s.flowControl,
 		Authenticators: s.auth.authenticators(s),
 		Authorizer:     s.lifecycle.authz,
@@ -348,12 +357,14 @@ func (s *Server) Run(ctx context.Context) error {
 		srv.Close()
 		return err
 	}
-	compactor := &storage.Compactor{Client: s.client, Interval: o.CompactionInterval, Log: o.Log}
 	var wg sync.WaitGroup
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	defer stopControllers()
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = compactor.Start(ctrlCtx) }()
+	for _, cluster := range s.Store.Clusters() { // the main one and --etcd-servers-overrides'
+		compactor := &storage.Compactor{Client: cluster.Client(), Interval: o.CompactionInterval, Log: o.Log}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = compactor.Start(ctrlCtx) }()
+	}
 	if err := sec.start(ctrlCtx); err != nil {
 		stopControllers()
 		wg.Wait()
@@ -455,10 +466,62 @@ func (s *Server) close() {
 	if s.client != nil {
 		s.client.Close()
 	}
+	for _, c := range s.overrideClients {
+		c.Close()
+	}
 	if s.member != nil {
 		s.member.Close()
 		s.member = nil
 	}
+}
+
+// etcdOverrides keeps the resources of --etcd-servers-overrides in their clusters: one
+// client per set of servers (the main client when they are --etcd-servers), each cluster
+// answering a first read before the server starts.
+func (s *Server) etcdOverrides(ctx context.Context) error {
+	o := s.opts
+	overrides, err := etcd.ParseServersOverrides(o.EtcdServersOverrides)
+	if err != nil || len(overrides) == 0 {
+		return err
+	}
+	type cluster struct {
+		servers []string
+		client  *clientv3.Client
+	}
+	clusters := []cluster{{o.EtcdServers, s.client}} // embedded: no servers match it
+	var routes []storage.Override
+	for _, ov := range overrides {
+		i := slices.IndexFunc(clusters, func(c cluster) bool { return etcd.SameServers(c.servers, ov.Servers) })
+		if i < 0 {
+			c, err := etcd.NewClient(etcd.ClientOptions{Endpoints: ov.Servers, CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile, CAFile: o.EtcdCAFile})
+			if err != nil {
+				return fmt.Errorf("--etcd-servers-overrides %s/%s: %w", ov.Group, ov.Resource, err)
+			}
+			s.overrideClients = append(s.overrideClients, c)
+			rctx, cancel := context.WithTimeout(ctx, time.Minute)
+			_, err = c.Get(rctx, "/registry/health", clientv3.WithCountOnly())
+			cancel()
+			if err != nil {
+				return fmt.Errorf("--etcd-servers-overrides %s/%s: etcd at %s does not answer: %w", ov.Group, ov.Resource, strings.Join(ov.Servers, ";"), err)
+			}
+			clusters = append(clusters, cluster{ov.Servers, c})
+			i = len(clusters) - 1
+		}
+		routes = append(routes, storage.Override{Group: ov.Group, Resource: ov.Resource, Client: clusters[i].client})
+		o.Log.Info("resource stored in its own etcd cluster", "group", ov.Group, "resource", ov.Resource, "servers", ov.Servers)
+	}
+	s.Store = s.Store.WithOverrides(routes...)
+	return nil
+}
+
+// inFlightLimit is the capacity of an in-flight limit without priority and fairness: 0
+// disables the limit, as upstream's --max-requests-inflight=0 (a channel of empty structs
+// costs nothing per slot).
+func inFlightLimit(n int) int {
+	if n == 0 {
+		return math.MaxInt32
+	}
+	return n
 }
 
 // serveVersion answers /version. kubectl parses gitVersion as strict semver.
