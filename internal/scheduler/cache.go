@@ -232,6 +232,7 @@ func (c *nodeCache) updateSnapshot(s *snapshot) {
 			}
 		}
 		c.treeChanged = false
+		s.version++
 	}
 	if affinityChanged {
 		s.rebuildAffinityLists()

@@ -141,7 +141,7 @@ func (r *run) algorithm(ctx context.Context, f framework.Framework, state fwk.Cy
 	if len(all) == 0 {
 		return result{nominating: clearNomination}, fwk.NewStatus(fwk.UnschedulableAndUnresolvable).WithError(errNoNodes)
 	}
-	feasible, diagnosis, err := r.findFeasible(ctx, f, state, pod, all)
+	feasible, pos, cached, diagnosis, err := r.findFeasible(ctx, f, state, pod, all)
 	if err != nil {
 		return result{nominating: clearNomination}, fwk.AsStatus(err)
 	}
@@ -167,7 +167,13 @@ func (r *run) algorithm(ctx context.Context, f framework.Framework, state fwk.Cy
 	if s := f.RunPreScorePlugins(ctx, state, pod, feasible); !s.IsSuccess() {
 		return result{nominating: clearNomination}, fwk.AsStatus(s.AsError())
 	}
-	scores, s := f.RunScorePlugins(ctx, state, pod, feasible)
+	var scores []fwk.NodePluginScores
+	var s *fwk.Status
+	if cached && r.equiv.beginScore(f, state) {
+		scores, s = r.equiv.score(ctx, f, state, pod, feasible, pos)
+	} else {
+		scores, s = f.RunScorePlugins(ctx, state, pod, feasible)
+	}
 	if !s.IsSuccess() {
 		return result{nominating: clearNomination}, fwk.AsStatus(s.AsError())
 	}
@@ -175,28 +181,30 @@ func (r *run) algorithm(ctx context.Context, f framework.Framework, state fwk.Cy
 }
 
 // findFeasible runs PreFilter, tries a nominated node first, then filters nodes in
-// parallel from where the last cycle stopped until enough are feasible.
-func (r *run) findFeasible(ctx context.Context, f framework.Framework, state fwk.CycleState, pod *v1.Pod, all []fwk.NodeInfo) ([]fwk.NodeInfo, framework.Diagnosis, error) {
-	diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
+// parallel from where the last cycle stopped until enough are feasible. When all nodes are
+// candidates and the equivalence cache applies to the pod (cached), pos are the feasible
+// nodes' positions in the snapshot's list.
+func (r *run) findFeasible(ctx context.Context, f framework.Framework, state fwk.CycleState, pod *v1.Pod, all []fwk.NodeInfo) (feasible []fwk.NodeInfo, pos []int, cached bool, diagnosis framework.Diagnosis, err error) {
+	diagnosis = framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
 	pre, s, unsched := f.RunPreFilterPlugins(ctx, state, pod)
 	diagnosis.UnschedulablePlugins = unsched
 	if !s.IsSuccess() {
 		if !s.IsRejected() {
-			return nil, diagnosis, s.AsError()
+			return nil, nil, false, diagnosis, s.AsError()
 		}
 		diagnosis.NodeToStatus.SetAbsentNodesStatus(s)
 		diagnosis.PreFilterMsg = s.Message()
 		diagnosis.AddPluginStatus(s)
-		return nil, diagnosis, nil
+		return nil, nil, false, diagnosis, nil
 	}
 	if nnn := pod.Status.NominatedNodeName; nnn != "" {
 		if n, err := r.snap.Get(nnn); err == nil {
-			feasible, err := r.filter(ctx, f, state, pod, &diagnosis, []fwk.NodeInfo{n}, false)
+			feasible, _, err := r.filter(ctx, f, state, pod, &diagnosis, []fwk.NodeInfo{n}, false, false)
 			if err != nil {
-				return nil, diagnosis, err
+				return nil, nil, false, diagnosis, err
 			}
 			if len(feasible) > 0 {
-				return feasible, diagnosis, nil
+				return feasible, nil, false, diagnosis, nil
 			}
 		}
 	}
@@ -210,15 +218,21 @@ func (r *run) findFeasible(ctx context.Context, f framework.Framework, state fwk
 		}
 		diagnosis.NodeToStatus.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(unsched))))
+	} else {
+		cached = r.equiv.beginFilter(f, state, podSignature(pod), r.snap.version, len(all))
 	}
-	feasible, err := r.filter(ctx, f, state, pod, &diagnosis, nodes, true)
-	return feasible, diagnosis, err
+	feasible, pos, err = r.filter(ctx, f, state, pod, &diagnosis, nodes, true, cached)
+	return feasible, pos, cached, diagnosis, err
 }
 
-func (r *run) filter(ctx context.Context, f framework.Framework, state fwk.CycleState, pod *v1.Pod, diagnosis *framework.Diagnosis, nodes []fwk.NodeInfo, rotate bool) ([]fwk.NodeInfo, error) {
+// filter runs the Filter plugins (with nominated pods) on nodes from where the last cycle
+// stopped (rotate) until upstream's number of feasible nodes is found. cached: nodes is the
+// snapshot's list and the equivalence cache answers for the nodes it knows; pos are then
+// the feasible nodes' positions.
+func (r *run) filter(ctx context.Context, f framework.Framework, state fwk.CycleState, pod *v1.Pod, diagnosis *framework.Diagnosis, nodes []fwk.NodeInfo, rotate, cached bool) ([]fwk.NodeInfo, []int, error) {
 	n := len(nodes)
 	if n == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	want := numFeasibleNodesToFind(f.PercentageOfNodesToScore(), r.percentage, int32(n))
 	if !f.HasScorePlugins() {
@@ -229,14 +243,24 @@ func (r *run) filter(ctx context.Context, f framework.Framework, state fwk.Cycle
 		startAt = r.nextStart % n
 	}
 	feasible := make([]fwk.NodeInfo, want)
+	var feasiblePos []int
+	if cached {
+		feasiblePos = make([]int, want)
+	}
 	statuses := make([]*fwk.Status, n)
 	var found atomic.Int32
 	var firstErr atomic.Pointer[error]
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	check := func(i int) {
-		ni := nodes[(startAt+i)%n]
-		s := f.RunFilterPluginsWithNominatedPods(fctx, state, pod, ni)
+		p := (startAt + i) % n
+		ni := nodes[p]
+		var s *fwk.Status
+		if cached {
+			s = r.equiv.filter(fctx, f, state, pod, p, ni, r.queue)
+		} else {
+			s = f.RunFilterPluginsWithNominatedPods(fctx, state, pod, ni)
+		}
 		switch {
 		case s.Code() == fwk.Error:
 			err := s.AsError()
@@ -248,6 +272,9 @@ func (r *run) filter(ctx context.Context, f framework.Framework, state fwk.Cycle
 				cancel()
 			} else {
 				feasible[k-1] = ni
+				if cached {
+					feasiblePos[k-1] = p
+				}
 			}
 		default:
 			statuses[i] = s
@@ -255,6 +282,9 @@ func (r *run) filter(ctx context.Context, f framework.Framework, state fwk.Cycle
 	}
 	f.Parallelizer().Until(fctx, n, check, "Filter")
 	feasible = feasible[:found.Load()]
+	if cached {
+		feasiblePos = feasiblePos[:len(feasible)]
+	}
 	processed := len(feasible)
 	for i, s := range statuses {
 		if s != nil {
@@ -267,9 +297,9 @@ func (r *run) filter(ctx context.Context, f framework.Framework, state fwk.Cycle
 		r.nextStart = (startAt + processed) % n
 	}
 	if e := firstErr.Load(); e != nil {
-		return nil, *e
+		return nil, nil, *e
 	}
-	return feasible, nil
+	return feasible, feasiblePos, nil
 }
 
 // bindingCycle waits for Permit, runs PreBind and Bind (pods/binding through

@@ -77,6 +77,14 @@ func (n *nominator) UpdateNominatedPod(_ klog.Logger, old *v1.Pod, pi fwk.PodInf
 	n.addLocked(pi, ni)
 }
 
+// hasNominated tells whether any pod is nominated to node (cheaper than
+// NominatedPodsForNode, which copies).
+func (n *nominator) hasNominated(node string) bool {
+	n.nmu.RLock()
+	defer n.nmu.RUnlock()
+	return len(n.byNode[node]) > 0
+}
+
 func (n *nominator) NominatedPodsForNode(node string) []fwk.PodInfo {
 	n.nmu.RLock()
 	defer n.nmu.RUnlock()

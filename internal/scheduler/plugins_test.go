@@ -31,7 +31,7 @@ type decision struct {
 
 // newFramework is the default profile over lister (upstream's defaulting, plugins and
 // runtime).
-func newFramework(t *testing.T, ctx context.Context, lister fwk.SharedLister, nominator fwk.PodNominator) framework.Framework {
+func newFramework(t *testing.T, ctx context.Context, lister fwk.SharedLister, nominator fwk.PodNominator, opts ...frameworkruntime.Option) framework.Framework {
 	t.Helper()
 	conf, err := DefaultConfig()
 	if err != nil {
@@ -44,10 +44,11 @@ func newFramework(t *testing.T, ctx context.Context, lister fwk.SharedLister, no
 	plugins.MultiPoint.Enabled = slices.DeleteFunc(slices.Clone(plugins.MultiPoint.Enabled), func(p config.Plugin) bool { return p.Name == names.DynamicResources })
 	prof.Plugins = &plugins
 	cs := fake.NewClientset()
-	f, err := frameworkruntime.NewFramework(ctx, frameworkplugins.NewInTreeRegistry(), &prof,
+	opts = append([]frameworkruntime.Option{
 		frameworkruntime.WithClientSet(cs), frameworkruntime.WithInformerFactory(informers.NewSharedInformerFactory(cs, 0)),
 		frameworkruntime.WithSnapshotSharedLister(lister), frameworkruntime.WithPodNominator(nominator),
-		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()))
+		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap())}, opts...)
+	f, err := frameworkruntime.NewFramework(ctx, frameworkplugins.NewInTreeRegistry(), &prof, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -41,6 +42,9 @@ type Options struct {
 	// Registerer receives the scheduler_* metrics; nil registers none.
 	Registerer prometheus.Registerer
 	Log        *slog.Logger
+	// NoEquivalenceCache turns off the reuse of Filter verdicts and raw scores between
+	// consecutive pods of one signature (equiv.go); decisions are the same either way.
+	NoEquivalenceCache bool
 }
 
 // Scheduler places pods on nodes. New prepares it; Start runs one leadership term.
@@ -49,6 +53,7 @@ type Scheduler struct {
 	conf       *config.KubeSchedulerConfiguration
 	log        *slog.Logger
 	metrics    *metrics
+	noEquiv    bool
 }
 
 // New checks the configuration and registers the metrics; it starts nothing.
@@ -82,7 +87,7 @@ func New(cfg *rest.Config, o Options) (*Scheduler, error) {
 	// decode protobuf several times faster than JSON.
 	rc.ContentType = "application/vnd.kubernetes.protobuf"
 	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	return &Scheduler{restConfig: rc, conf: conf, log: o.Log, metrics: m}, nil
+	return &Scheduler{restConfig: rc, conf: conf, log: o.Log, metrics: m, noEquiv: o.NoEquivalenceCache}, nil
 }
 
 // run is one leadership term's state: informers, profiles, queue, cache and snapshot.
@@ -94,6 +99,7 @@ type run struct {
 	queue      *queue
 	cache      *nodeCache
 	snap       *snapshot
+	equiv      *equivCache // nil: off
 	podLister  corelisters.PodLister
 	percentage *int32
 	nextStart  int
@@ -119,6 +125,9 @@ func (s *Scheduler) Start(ctx context.Context) error {
 
 	r := &run{s: s, client: client, log: s.log, profiles: map[string]framework.Framework{}, cache: newNodeCache(), snap: newSnapshot(),
 		podLister: factory.Core().V1().Pods().Lister(), percentage: s.conf.PercentageOfNodesToScore, clock: clock.RealClock{}}
+	if !s.noEquiv {
+		r.equiv = newEquivCache()
+	}
 
 	var draManager fwk.SharedDRAManager
 	if utilfeature.DefaultFeatureGate.Enabled(features.DynamicResourceAllocation) {
@@ -154,7 +163,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 			frameworkruntime.WithMutableSnapshotLister(r.snap),
 			frameworkruntime.WithSharedDRAManager(draManager),
 			frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(factory.Storage().V1().CSINodes().Lister())),
-			frameworkruntime.WithParallelism(int(s.conf.Parallelism)),
+			frameworkruntime.WithParallelism(parallelism(s.conf.Parallelism)),
 			frameworkruntime.WithLogger(logger),
 			frameworkruntime.WithWaitingPods(waiting),
 			frameworkruntime.WithPodsInPreBind(preBind),
@@ -208,6 +217,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	wg.Wait()
 	r.binds.Wait()
 	return nil
+}
+
+// parallelism is the configured parallelism (kube-scheduler's default 16) capped at
+// GOMAXPROCS: more workers than processors only take turns on them (the plugins do not
+// block), each Until call starting and preempting goroutines that have no processor.
+func parallelism(configured int32) int {
+	return max(1, min(int(configured), runtime.GOMAXPROCS(0)))
 }
 
 // errNoNodes is upstream's ErrNoNodesAvailable.

@@ -24,6 +24,9 @@ type snapshot struct {
 	withRequiredAnti        []fwk.NodeInfo
 	withRequiredNonHostAnti []fwk.NodeInfo
 	usedPVCs                map[string]int
+	// version counts rebuilds of list (nodes added, removed, moved between zones): the
+	// positions in list and the number of nodes are the same while it is.
+	version uint64
 }
 
 var (
