@@ -5,12 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"sync"
 	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"kubeos.dev/kube/internal/rbac"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -120,6 +126,9 @@ func (a *Agent) gateway() (func(context.Context) error, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	return func(ctx context.Context) error {
+		if !waitGatewayAccess(ctx, kc, log) {
+			return nil
+		}
 		if o.MetricsPort != 0 {
 			mux := http.NewServeMux()
 			mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -137,4 +146,67 @@ func (a *Agent) gateway() (func(context.Context) error, error) {
 		}
 		return g.Run(ctx)
 	}, nil
+}
+
+// gatewayReads are what the gateway lists and watches cluster-wide (internal/rbac: the
+// roles kube:node-networking and kube:node-gateway).
+var gatewayReads = []authorizationv1.ResourceAttributes{
+	{Group: "kubeos.dev", Resource: "routes"},
+	{Group: "kubeos.dev", Resource: "releases"},
+	{Resource: "services"},
+	{Group: "discovery.k8s.io", Resource: "endpointslices"},
+	{Resource: "secrets"},
+}
+
+// waitGatewayAccess asks the server (SelfSubjectAccessReview) whether the agent's
+// credential may list and watch what the gateway reads. A credential without it (a node
+// joined with a bootstrap token carries system:nodes only) gets one clear error naming the
+// groups that grant it, instead of the informers' endless refusals, and the question is
+// asked again every minute (a rotated credential may carry them). It returns false when
+// ctx ends first.
+func waitGatewayAccess(ctx context.Context, kc kubernetes.Interface, log *slog.Logger) bool {
+	said := false
+	for {
+		missing, err := gatewayDenied(ctx, kc)
+		if err == nil && len(missing) == 0 {
+			if said {
+				log.Info("the gateway's reads are allowed now: serving Routes")
+			}
+			return true
+		}
+		if !said {
+			if err != nil {
+				log.Error("the gateway cannot check its access; it serves no Routes until it can", "err", err)
+			} else {
+				log.Error("this node's credential may not list and watch what the gateway reads: it serves no Routes; "+
+					"give the node a credential in the groups "+rbac.NodeNetworkingGroup+" and "+rbac.NodeGatewayGroup+
+					", or run the agent with --gateway=false", "denied", missing)
+			}
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Minute):
+		}
+	}
+}
+
+// gatewayDenied lists the gatewayReads the credential may not list or watch cluster-wide.
+func gatewayDenied(ctx context.Context, kc kubernetes.Interface) ([]string, error) {
+	var missing []string
+	for _, ra := range gatewayReads {
+		for _, verb := range []string{"list", "watch"} {
+			ra.Verb = verb
+			r, err := kc.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &ra}}, metav1.CreateOptions{})
+			if err != nil {
+				return nil, err
+			}
+			if !r.Status.Allowed {
+				missing = append(missing, verb+" "+(&schema.GroupResource{Group: ra.Group, Resource: ra.Resource}).String())
+			}
+		}
+	}
+	return missing, nil
 }

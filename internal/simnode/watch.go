@@ -2,6 +2,7 @@ package simnode
 
 import (
 	"context"
+	"math/rand/v2"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -104,7 +105,11 @@ func (s *Simulator) listPods(ctx context.Context, pods podClient, sel string) (s
 // ctx ends; a watch that merely closed is started again from the last resourceVersion.
 func (s *Simulator) followPods(ctx context.Context, pods podClient, sel, rv string) {
 	for ctx.Err() == nil {
-		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true})
+		// As a reflector: the server ends each watch after 5–10 minutes, so a watch that
+		// stopped delivering without closing (a server's stuck stream, a half-open
+		// connection) cannot hold the simulator's view still for longer.
+		timeout := int64(300 + rand.IntN(300))
+		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: &timeout})
 		if err != nil {
 			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 				return

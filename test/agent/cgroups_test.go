@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/uuid"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +21,8 @@ import (
 // <root>/kubepods/pod<uid> (Guaranteed), kubepods/burstable/pod<uid>,
 // kubepods/besteffort/pod<uid> — with the pod's CPU request as cpu.shares and its limits
 // as CFS quota and memory limit; the container's processes are inside it, and the pod's
-// cgroup is removed once the pod is deleted.
+// cgroup is removed once the pod is deleted; an orphan pod cgroup (no pod, no sandbox) is
+// removed by the housekeeping while live pods keep theirs.
 func TestPodCgroups(t *testing.T) {
 	t.Parallel()
 	cs := clientset(t)
@@ -114,4 +117,42 @@ func TestPodCgroups(t *testing.T) {
 		}
 		return nil
 	})
+	// An orphan: a pod cgroup no sandbox, pod or worker accounts for (as a crash between a
+	// teardown and the cgroup's removal leaves) goes at the agent's next housekeeping.
+	orphan := filepath.Join(cgroupRoot, "kubepods/besteffort/pod"+string(uuid.NewUUID()))
+	var orphanDirs []string
+	if v1 {
+		for _, ctrl := range []string{"cpu", "memory"} {
+			orphanDirs = append(orphanDirs, filepath.Join("/sys/fs/cgroup", ctrl, orphan))
+		}
+	} else {
+		orphanDirs = append(orphanDirs, filepath.Join("/sys/fs/cgroup", orphan))
+	}
+	for _, d := range orphanDirs {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	servertest.Eventually(t, 60*time.Second, 250*time.Millisecond, func() error {
+		for _, d := range orphanDirs {
+			if _, err := os.Stat(d); err == nil {
+				return fmt.Errorf("orphan pod cgroup %s still there", d)
+			}
+		}
+		return nil
+	})
+	// The live pods' cgroups stay.
+	for _, name := range []string{"guaranteed", "besteffort"} {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := filepath.Join("/sys/fs/cgroup", "memory", cgroupRoot, cases[name].want.dir, "pod"+string(p.UID))
+		if !v1 {
+			d = filepath.Join("/sys/fs/cgroup", cgroupRoot, cases[name].want.dir, "pod"+string(p.UID))
+		}
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s: the live pod's cgroup: %v", name, err)
+		}
+	}
 }

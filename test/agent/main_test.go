@@ -31,7 +31,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"kubeos.dev/kube/internal/agent"
-	"kubeos.dev/kube/internal/agent/cgroups"
 	"kubeos.dev/kube/internal/agent/images"
 	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 	"kubeos.dev/kube/internal/server"
@@ -70,7 +69,7 @@ func run(m *testing.M) int {
 	podCIDR = fmt.Sprintf("10.234.%d.0/24", n)
 	agentDir = filepath.Join(dir, "agent")
 	imageDir = filepath.Join(dir, "images")
-	cgroupRoot = fmt.Sprintf("/kube-t%d", os.Getpid())
+	cgroupRoot = servertest.AgentCgroupRoot()
 	forward, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	defer os.WriteFile("/proc/sys/net/ipv4/ip_forward", forward, 0o644)
 	defer agent.Cleanup(context.Background(), bridge, podCIDR)
@@ -121,10 +120,8 @@ func run(m *testing.M) int {
 		srv.Stop()
 		removeSandboxes(agentDir)
 		unmountUnder(dir)
-		if h, err := cgroups.New("", cgroupRoot); err == nil {
-			if err := h.Remove(); err != nil {
-				fmt.Fprintln(os.Stderr, "cgroups left:", err)
-			}
+		if err := servertest.RemoveAgentCgroupRoot(); err != nil {
+			fmt.Fprintln(os.Stderr, "cgroups left:", err)
 		}
 	}()
 	code = m.Run()

@@ -127,6 +127,7 @@ func run(m *testing.M) (code int) {
 	forward, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	defer os.WriteFile("/proc/sys/net/ipv4/ip_forward", forward, 0o644)
 	defer agent.Cleanup(context.Background(), bridge, podCIDR)
+	defer servertest.RemoveAgentCgroupRoot()
 	if err := os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -157,6 +158,7 @@ func run(m *testing.M) (code int) {
 		o.AgentImageDir = imageDir
 		o.AgentContainerdProxy = "http://127.0.0.1:9" // pulls fail fast: nothing leaves the machine
 		o.AgentResolvConf = filepath.Join(dir, "resolv.conf")
+		o.AgentCgroupRoot = servertest.AgentCgroupRoot()
 		o.ClusterCIDR = podCIDR
 		o.NodeCIDRMaskSize = 24
 		o.AgentGateway = agent.GatewayOptions{Enabled: true, Address: "127.0.0.1", HTTPPort: hp, HTTPSPort: sp, AccessLog: true, AccessLogWriter: logf,

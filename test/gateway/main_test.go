@@ -77,6 +77,7 @@ func run(m *testing.M) int {
 	forward, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	defer os.WriteFile("/proc/sys/net/ipv4/ip_forward", forward, 0o644)
 	defer agent.Cleanup(context.Background(), bridge, podCIDR)
+	defer servertest.RemoveAgentCgroupRoot()
 	logPath = filepath.Join(os.TempDir(), fmt.Sprintf("kube-gateway-test-%d.log", os.Getpid()))
 	logf, _ := os.Create(logPath)
 	code := 1
@@ -107,6 +108,7 @@ func run(m *testing.M) int {
 		o.AgentContainerdProxy = "http://127.0.0.1:9"
 		o.AgentImageDir = imageDir
 		o.AgentResolvConf = filepath.Join(dir, "resolv.conf")
+		o.AgentCgroupRoot = servertest.AgentCgroupRoot()
 		o.ClusterCIDR = podCIDR
 		o.NodeCIDRMaskSize = 24
 		o.AgentGateway = agent.GatewayOptions{Enabled: true, Address: "127.0.0.1", HTTPPort: hp, HTTPSPort: sp, AccessLog: true, AccessLogWriter: logf, Registry: metrics,

@@ -60,6 +60,7 @@ var volumeSuite = servertest.NewFixture("volume", func(fx *servertest.Fixture) e
 	forward, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	fx.Cleanup(func() { os.WriteFile("/proc/sys/net/ipv4/ip_forward", forward, 0o644) })
 	fx.Cleanup(func() { agent.Cleanup(context.Background(), bridge, podCIDR) })
+	fx.Cleanup(func() { _ = servertest.RemoveAgentCgroupRoot() })
 	if err := os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
 		return err
 	}
@@ -85,6 +86,7 @@ var volumeSuite = servertest.NewFixture("volume", func(fx *servertest.Fixture) e
 		o.AgentImageDir = imageDir
 		o.AgentContainerdProxy = "http://127.0.0.1:9"
 		o.AgentResolvConf = filepath.Join(dir, "resolv.conf")
+		o.AgentCgroupRoot = servertest.AgentCgroupRoot()
 		o.ClusterCIDR = podCIDR
 		o.NodeCIDRMaskSize = 24
 		// One simulated node (no agent, no disk) for the provisioner's simulated path;

@@ -165,6 +165,7 @@ func start(o Options) (*Cluster, error) {
 		so.AgentImageDir = c.ImageDir
 		so.AgentContainerdProxy = "http://127.0.0.1:9"
 		so.AgentResolvConf = filepath.Join(dir, "resolv.conf")
+		so.AgentCgroupRoot = servertest.AgentCgroupRoot()
 		so.ClusterCIDR = c.ClusterCIDR
 		so.NodeCIDRMaskSize = 24
 		so.ServiceClusterIPRange = c.ServiceCIDR
@@ -218,6 +219,9 @@ func (c *Cluster) stop() {
 		removeSandboxes(filepath.Join(c.Dir, "agent-a"), "")
 	}
 	unmountUnder(c.Dir)
+	if err := servertest.RemoveAgentCgroupRoot(); err != nil {
+		fmt.Fprintln(os.Stderr, "netharness: cgroups left:", err)
+	}
 	agent.Cleanup(ctx, c.A.Bridge, c.ClusterCIDR)
 	proxy.Cleanup(ctx, c.A.Table, c.ServiceCIDR)
 	_ = routes.Cleanup(nil, c.ClusterCIDR)

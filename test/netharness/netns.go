@@ -120,7 +120,7 @@ func (c *Cluster) startNodeB(ctx context.Context, cs kubernetes.Interface) error
 		// Memory only, as the in-process agent (server.InProcessEvictionHard): the kubelet's
 		// disk thresholds (imagefs.available<15%) evict every pod of a test on a machine whose
 		// shared disk is fuller than that.
-		"--eviction-hard", server.InProcessEvictionHard}
+		"--eviction-hard", server.InProcessEvictionHard, "--cgroup-root", servertest.AgentCgroupRoot()}
 	c.agentB = &agentProcess{args: append(args, c.opts.AgentArgs...), dataDir: data, log: logf}
 	if err := c.agentB.start(); err != nil {
 		return err

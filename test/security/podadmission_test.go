@@ -244,22 +244,26 @@ func TestPodSecurityWarn(t *testing.T) {
 }
 
 // TestResourceQuota: a pod past the quota's CPU limit is refused with upstream's message.
-// The quota controller (kube-controller-manager's, not part of this issue) would write the
-// quota's status; the test writes it, as the controller's first sync would.
+// The quota controller (upstream's, run by the server) writes the quota's first status; the
+// test waits for it (a status write of its own raced the controller's and met a conflict).
 func TestResourceQuota(t *testing.T) {
 	podadmissionSuite.Need(t)
 	ns := namespace(t, "quota")
 	must(t, "", "create", "quota", "q", "--hard=limits.cpu=1,pods=2", "-n", ns)
 	cs := clientset(t)
 	ctx := context.Background()
-	q, err := cs.CoreV1().ResourceQuotas(ns).Get(ctx, "q", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{corev1.ResourceLimitsCPU: resource.MustParse("0"), corev1.ResourcePods: resource.MustParse("0")}}
-	if _, err := cs.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	var q *corev1.ResourceQuota
+	var err error
+	servertest.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if q, err = cs.CoreV1().ResourceQuotas(ns).Get(ctx, "q", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		used, ok := q.Status.Used[corev1.ResourceLimitsCPU]
+		if hard := q.Status.Hard[corev1.ResourceLimitsCPU]; hard.String() != "1" || !ok || !used.IsZero() {
+			return fmt.Errorf("quota status not synced yet: %+v", q.Status)
+		}
+		return nil
+	})
 	limits := func(cpu string) string {
 		return fmt.Sprintf("    resources:\n      limits:\n        cpu: %s\n", cpu)
 	}

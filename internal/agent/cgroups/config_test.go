@@ -2,11 +2,13 @@ package cgroups
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestForPod(t *testing.T) {
@@ -88,6 +90,24 @@ func TestHierarchyV1(t *testing.T) {
 	}
 	if got := read(t, mnt+"/cpu/kube-x/kubepods/besteffort/podu1/cpu.shares"); got != "2" {
 		t.Errorf("pod cpu.shares = %q", got)
+	}
+	// PodUIDs: every pod directory once, whatever its QoS class and controller; other
+	// directories are not pods.
+	burst := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}}
+	burst.UID = "u2"
+	if _, err := h.EnsurePod(burst); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"/blkio/kube-x/kubepods/pod", "/cpu/kube-x/kubepods/other", "/blkio/kube-x/kubepods/podu3"} {
+		if err := mkdir(mnt + d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := h.PodUIDs()
+	slices.Sort(got)
+	if want := []types.UID{"u1", "u2", "u3"}; !slices.Equal(got, want) {
+		t.Errorf("PodUIDs = %v, want %v", got, want)
 	}
 }
 

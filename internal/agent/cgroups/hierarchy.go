@@ -91,6 +91,27 @@ func (h *Hierarchy) RemovePod(uid types.UID) error {
 	return errors.Join(errs...)
 }
 
+// PodUIDs are the uids of the pod cgroups under kubepods (any QoS class, any controller):
+// with the pods the node knows, what orphan collection compares.
+func (h *Hierarchy) PodUIDs() []types.UID {
+	seen := map[types.UID]bool{}
+	var out []types.UID
+	for _, qos := range []string{"", "burstable", "besteffort"} {
+		for _, dir := range h.dirs(filepath.Join(h.kubepods(), qos)) {
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				uid, ok := strings.CutPrefix(e.Name(), "pod")
+				if !e.IsDir() || !ok || uid == "" || seen[types.UID(uid)] {
+					continue
+				}
+				seen[types.UID(uid)] = true
+				out = append(out, types.UID(uid))
+			}
+		}
+	}
+	return out
+}
+
 // Close removes the QoS directories and kubepods when no pod cgroup is left in them.
 func (h *Hierarchy) Close() {
 	for _, name := range []string{filepath.Join(h.kubepods(), "burstable"), filepath.Join(h.kubepods(), "besteffort"), h.kubepods()} {

@@ -195,13 +195,17 @@ func (m *Manager) Pods() []*corev1.Pod {
 	return out
 }
 
-// housekeeping stops and removes sandboxes whose pod is neither known nor has a worker.
+// housekeeping stops and removes sandboxes whose pod is neither known nor has a worker,
+// then the pod cgroups no sandbox, worker or known pod accounts for (left by a crash
+// between a pod's teardown and its cgroup's removal), as the kubelet's
+// cleanupOrphanedPodCgroups does.
 func (m *Manager) housekeeping(ctx context.Context) {
 	sbs, err := m.opts.Runtime.ListPodSandbox(ctx, nil)
 	if err != nil {
 		m.opts.Log.Warn("list sandboxes", "err", err)
 		return
 	}
+	live := map[types.UID]bool{}
 	for _, sb := range sbs {
 		uid := types.UID(sb.Labels[labelPodUID])
 		key := sb.Labels[labelPodNamespace] + "/" + sb.Labels[labelPodName]
@@ -209,6 +213,7 @@ func (m *Manager) housekeeping(ctx context.Context) {
 		_, working := m.workers[uid]
 		m.mu.Unlock()
 		if working || m.pod(key, uid) != nil {
+			live[uid] = true
 			continue
 		}
 		m.opts.Log.Info("removing sandbox of a pod no longer here", "pod", key, "uid", uid, "sandbox", sb.Id)
@@ -216,7 +221,33 @@ func (m *Manager) housekeeping(ctx context.Context) {
 		m.removePodCgroup(uid)
 		_ = os.RemoveAll(filepath.Join(m.opts.RootDir, "pods", string(uid)))
 	}
+	m.removeOrphanCgroups(live)
 	m.setBurstableShares()
+}
+
+// removeOrphanCgroups removes the pod cgroups of uids that are not live, have no worker and
+// no pod in the informer. A cgroup that still holds processes stays until a later round.
+func (m *Manager) removeOrphanCgroups(live map[types.UID]bool) {
+	if m.opts.Cgroups == nil {
+		return
+	}
+	known := map[types.UID]bool{}
+	for _, p := range m.Pods() {
+		known[p.UID] = true
+	}
+	for _, uid := range m.opts.Cgroups.PodUIDs() {
+		m.mu.Lock()
+		_, working := m.workers[uid]
+		m.mu.Unlock()
+		if live[uid] || known[uid] || working {
+			continue
+		}
+		if err := m.opts.Cgroups.RemovePod(uid); err != nil {
+			m.opts.Log.Debug("orphan pod cgroup not removed yet", "uid", uid, "err", err)
+			continue
+		}
+		m.opts.Log.Info("removed the cgroup of a pod no longer here", "uid", uid)
+	}
 }
 
 // removePodCgroup removes the pod's cgroup once its sandboxes are gone.
