@@ -73,18 +73,26 @@ func mergeV2(local *spec.Swagger, docs []RemoteDocument) *spec.Swagger {
 		}
 		// A definition present on both sides, equal but for its
 		// x-kubernetes-group-version-kind, gets the union of both lists written into its
-		// extensions in place.
+		// extensions in place (into a nil map when it had none: made here).
 		for name := range d.V2.Definitions {
 			if def, ok := merged.Definitions[name]; ok {
 				def.Extensions = maps.Clone(def.Extensions)
+				if def.Extensions == nil {
+					def.Extensions = spec.Extensions{}
+				}
 				merged.Definitions[name] = def
 			}
 		}
-		if err := openapiaggregator.MergeSpecsIgnorePathConflictRenamingDefinitionsAndParameters(&merged, d.V2); err != nil {
-			continue
-		}
+		mergeOne(&merged, d.V2)
 	}
 	return &merged
+}
+
+// mergeOne merges source into dest; a document the merge fails on, or panics on, is left
+// out (what it added so far stays: definitions nothing refers to).
+func mergeOne(dest, source *spec.Swagger) {
+	defer func() { _ = recover() }()
+	_ = openapiaggregator.MergeSpecsIgnorePathConflictRenamingDefinitionsAndParameters(dest, source)
 }
 
 // remoteV3 is the remote group-versions' v3 documents by index key ("apis/<group>/<version>"),

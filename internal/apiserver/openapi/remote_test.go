@@ -3,7 +3,9 @@ package openapi
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -104,8 +106,25 @@ func TestRemoteDocuments(t *testing.T) {
 		t.Fatal("a remote definition before any remote document")
 	}
 
+	// A registry definition without extensions that the remote document has too, with
+	// its group-version-kind: the merge adds the kind to a copy.
+	var plain string
+	for _, name := range slices.Sorted(maps.Keys(h.current().local.Definitions)) {
+		if h.current().local.Definitions[name].Extensions == nil {
+			plain = name
+			break
+		}
+	}
+	if plain == "" {
+		t.Fatal("no registry definition without extensions")
+	}
+	withGVK := h.current().local.Definitions[plain]
+	withGVK.Extensions = spec.Extensions{extGVK: []any{map[string]any{"group": "wardle.example.com", "version": "v1alpha1", "kind": "Plain"}}}
+	v2 := wardleV2()
+	v2.Definitions[plain] = withGVK
+
 	wardle := schema.GroupVersion{Group: "wardle.example.com", Version: "v1alpha1"}
-	remote.set(RemoteDocument{GroupVersion: wardle, V2: wardleV2(), V3: wardleV3(), V3Etag: "h1"})
+	remote.set(RemoteDocument{GroupVersion: wardle, V2: v2, V3: wardleV3(), V3Etag: "h1"})
 
 	// v2: the remote path and definitions merged in; the registry's path kept; the
 	// conflicting ObjectMeta renamed, and the registry's left as it was.
@@ -118,6 +137,12 @@ func TestRemoteDocuments(t *testing.T) {
 	}
 	if d, ok := sw.Definitions[flunderDef]; !ok || !slicesEqual(gvkOf(d.Extensions), []string{"wardle.example.com/v1alpha1/Flunder"}) {
 		t.Errorf("merged v2 definition %s: %v", flunderDef, d.Extensions)
+	}
+	if got := gvkOf(sw.Definitions[plain].Extensions); !slicesEqual(got, []string{"wardle.example.com/v1alpha1/Plain"}) {
+		t.Errorf("%s: group-version-kinds %v after the merge", plain, got)
+	}
+	if h.current().local.Definitions[plain].Extensions != nil {
+		t.Errorf("the merge changed the registry's %s", plain)
 	}
 	if sw.Definitions[objectMeta].Description != local.Definitions[objectMeta].Description {
 		t.Errorf("the registry's ObjectMeta changed: %q", sw.Definitions[objectMeta].Description)
