@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"kubeos.dev/kube/internal/storage"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,7 +20,10 @@ import (
 // one line per check; /readyz/<check> runs one check. A failing check answers 500 and names it.
 type health struct {
 	client *clientv3.Client
-	ready  <-chan struct{}
+	// overrides are the etcd clusters of --etcd-servers-overrides (storage.Store.Clusters
+	// after the main one): each is a check of its own, etcd-override-<i>, as upstream's.
+	overrides []*storage.Store
+	ready     <-chan struct{}
 	// bus reports the lifecycle event bus (Redis reachable); nil skips the check.
 	bus func() error
 }
@@ -37,6 +42,14 @@ func (h *health) checks(readiness bool) []check {
 			_, err := h.client.Get(ctx, "/registry/health", clientv3.WithCountOnly())
 			return err
 		}},
+	}
+	for i, st := range h.overrides {
+		cs = append(cs, check{fmt.Sprintf("etcd-override-%d", i), func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			_, err := st.CurrentRevision(ctx)
+			return err
+		}})
 	}
 	if readiness && h.bus != nil {
 		cs = append(cs, check{"event-bus", func(context.Context) error { return h.bus() }})

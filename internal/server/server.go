@@ -292,7 +292,7 @@ func (s *Server) Run(ctx context.Context) error {
 	disc.SetRemote(opsDiscovery{agg}) // the ops API (ops.go) is listed after the extension servers' groups
 	oapi := openapi.New(s.Registry)
 	oapi.SetRemote(agg) // the extension servers' documents, merged
-	health := &health{client: s.client, ready: s.ready, bus: s.lifecycle.bus.Healthy}
+	health := &health{client: s.client, overrides: s.Store.Clusters()[1:], ready: s.ready, bus: s.lifecycle.bus.Healthy}
 
 	mux := http.NewServeMux()
 	api := agg.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -161,6 +161,13 @@ func TestEtcdServersOverrides(t *testing.T) {
 	if got := keys(embedded, "/registry/core/events/"); len(got) != 0 {
 		t.Fatalf("events in the embedded etcd after the restart: %v", got)
 	}
+	// The events cluster is a health check of its own, as upstream's etcd-override-0.
+	if got := run("", "get", "--raw", "/readyz/etcd-override-0"); got != "ok" {
+		t.Fatalf("/readyz/etcd-override-0: %q", got)
+	}
+	if got := run("", "get", "--raw", "/healthz?verbose"); !strings.Contains(got, "[+]etcd-override-0 ok") {
+		t.Fatalf("/healthz?verbose does not pass etcd-override-0:\n%s", got)
+	}
 	run("", "delete", "event", "ev1", "-n", ns)
 	if got := keys(events, eventPrefix); !slices.Equal(got, []string{"ev2", "ev3", "ev4"}) {
 		t.Fatalf("events in the events cluster after a delete: %v", got)

@@ -53,7 +53,8 @@ func (c *call) watch() {
 	case p.sendInitialEvents != nil:
 		// sendInitialEvents=false: only changes after the given version.
 		if p.rv == "" || p.rv == "0" {
-			if rev, err = c.h.store.CurrentRevision(c.ctx); err != nil {
+			// The revision of the cluster that holds the resource (--etcd-servers-overrides).
+			if rev, err = c.h.store.For(c.listPrefix()).CurrentRevision(c.ctx); err != nil {
 				c.fail(err)
 				return
 			}
