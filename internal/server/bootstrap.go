@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,7 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 	schedulingapiv1 "k8s.io/kubernetes/pkg/apis/scheduling/v1"
 	"k8s.io/kubernetes/pkg/controlplane/controller/legacytokentracking"
 
@@ -66,48 +70,138 @@ func (s *Server) ensureCreated(ctx context.Context, what, name string, create fu
 	return nil
 }
 
-// publishClientCA writes kube-system/extension-apiserver-authentication once admission is
-// running (namespaced writes wait for its informers).
-func (s *Server) publishClientCA(ctx context.Context) error {
-	cs := s.apiserverClient
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	// kube-system/extension-apiserver-authentication: the CA that signs client
-	// certificates, which components serving their own endpoints (kube-scheduler,
-	// kube-controller-manager, aggregated API servers) read to authenticate their callers,
-	// as kube-apiserver publishes it.
-	// The requestheader keys are what the aggregator's proxied requests carry: a client
-	// certificate from the front-proxy CA with CN front-proxy-client, and the user in
-	// X-Remote-User, X-Remote-Group and X-Remote-Extra-* (as kube-apiserver's defaults).
-	authCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "extension-apiserver-authentication", Namespace: metav1.NamespaceSystem},
-		Data: map[string]string{"client-ca-file": string(s.pki.CAPEM)}}
+// authConfigMap is kube-system/extension-apiserver-authentication: the CAs that sign client
+// certificates, which components serving their own endpoints (kube-scheduler,
+// kube-controller-manager, aggregated API servers) read to authenticate their callers, and
+// the front proxy's request-header settings, as kube-apiserver publishes them.
+const authConfigMap = "extension-apiserver-authentication"
+
+// authTrustResync is how often this server's part of authConfigMap is checked without a
+// change of the ConfigMap (kube-apiserver's minute).
+const authTrustResync = time.Minute
+
+// authTrust is what this server adds to authConfigMap: its client CA and, with a front
+// proxy, its request-header CA and settings — a client certificate from the front-proxy CA
+// with CN front-proxy-client, the user in X-Remote-User, X-Remote-Uid, X-Remote-Group and
+// X-Remote-Extra-* (kube-apiserver's defaults), which the aggregator's proxied requests
+// carry.
+func (s *Server) authTrust() map[string]string {
+	own := map[string]string{pki.AuthClientCA: string(s.pki.CAPEM)}
 	if s.pki.FrontProxy != nil {
-		authCM.Data["requestheader-client-ca-file"] = string(s.pki.FrontProxy.CAPEM)
-		authCM.Data["requestheader-allowed-names"] = `["` + pki.FrontProxyClientName + `"]`
-		authCM.Data["requestheader-username-headers"] = `["X-Remote-User"]`
-		authCM.Data["requestheader-group-headers"] = `["X-Remote-Group"]`
-		authCM.Data["requestheader-extra-headers-prefix"] = `["X-Remote-Extra-"]`
-		authCM.Data["requestheader-uid-headers"] = `["X-Remote-Uid"]`
+		own[pki.AuthRequestHeaderClientCA] = string(s.pki.FrontProxy.CAPEM)
+		own[pki.AuthRequestHeaderAllowedNames] = `["` + pki.FrontProxyClientName + `"]`
+		own[pki.AuthRequestHeaderUsernameHeaders] = `["X-Remote-User"]`
+		own[pki.AuthRequestHeaderUIDHeaders] = `["X-Remote-Uid"]`
+		own[pki.AuthRequestHeaderGroupHeaders] = `["X-Remote-Group"]`
+		own[pki.AuthRequestHeaderExtraHeadersPrefix] = `["X-Remote-Extra-"]`
 	}
-	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		cur, err := cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, authCM.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			_, err = cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Create(ctx, authCM, metav1.CreateOptions{})
-		case err == nil && !maps.Equal(cur.Data, authCM.Data):
-			cur.Data = authCM.Data
-			_, err = cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Update(ctx, cur, metav1.UpdateOptions{})
-		}
-		if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsConflict(err) {
-			s.opts.Log.Warn("bootstrap: extension-apiserver-authentication", "err", err)
+	return own
+}
+
+// publishClientCA adds this server's authentication trust to authConfigMap once admission
+// is running (namespaced writes wait for its informers), then keeps it there until ctx
+// ends, as kube-apiserver's ClusterAuthenticationTrust controller: whenever the ConfigMap
+// changes or goes, and every minute. Each server merges its own CAs and request-header
+// settings into what the ConfigMap holds (pki.MergeAuthenticationTrust) and never drops
+// another server's, so API servers of one cluster with different CAs (different front-proxy
+// CAs, say) are all trusted by the extension API servers.
+func (s *Server) publishClientCA(ctx context.Context) error {
+	own := s.authTrust()
+	start, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := wait.PollUntilContextCancel(start, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := s.syncAuthTrust(ctx, own); err != nil {
+			s.opts.Log.Warn("bootstrap: "+authConfigMap, "err", err)
 			return false, nil
 		}
-		return err == nil, nil
+		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("bootstrap extension-apiserver-authentication: %w", err)
+		return fmt.Errorf("bootstrap %s: %w", authConfigMap, err)
 	}
+	// The goroutine ends with ctx (the controllers' context).
+	go s.keepAuthTrust(ctx, own)
 	return nil
+}
+
+// keepAuthTrust syncs authConfigMap whenever it changes or is deleted, and every
+// authTrustResync, until ctx ends.
+func (s *Server) keepAuthTrust(ctx context.Context, own map[string]string) {
+	factory := informers.NewSharedInformerFactoryWithOptions(s.apiserverClient, 0, informers.WithNamespace(metav1.NamespaceSystem),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", authConfigMap).String()
+		}))
+	kick := make(chan struct{}, 1)
+	poke := func(any) {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: poke,
+		UpdateFunc: func(_, n any) { poke(n) }, DeleteFunc: poke}); err != nil {
+		s.opts.Log.Error("bootstrap: "+authConfigMap+" informer", "err", err)
+		return
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	t := time.NewTicker(authTrustResync)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		case <-t.C:
+		}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := s.syncAuthTrust(sctx, own)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			s.opts.Log.Warn("bootstrap: "+authConfigMap, "err", err)
+			poke(nil) // again, after the ticker's or the next change's wait at the latest
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// syncAuthTrust merges own into authConfigMap: created when missing, updated with its
+// resourceVersion when the merge changes it. A ConfigMap grown too large is deleted, as
+// kube-apiserver does, so that every server adds its part back.
+func (s *Server) syncAuthTrust(ctx context.Context, own map[string]string) error {
+	cms := s.apiserverClient.CoreV1().ConfigMaps(metav1.NamespaceSystem)
+	cur, err := cms.Get(ctx, authConfigMap, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		cur, err = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: authConfigMap, Namespace: metav1.NamespaceSystem}}, nil
+	}
+	if err != nil {
+		return err
+	}
+	data, skipped := pki.MergeAuthenticationTrust(cur.Data, own, time.Now())
+	if len(skipped) > 0 {
+		s.opts.Log.Warn("bootstrap: "+authConfigMap+": values that do not parse are replaced", "keys", skipped)
+	}
+	if cur.ResourceVersion != "" && maps.Equal(cur.Data, data) {
+		return nil
+	}
+	next := cur.DeepCopy()
+	next.Data = data
+	if cur.ResourceVersion == "" {
+		_, err = cms.Create(ctx, next, metav1.CreateOptions{})
+	} else {
+		_, err = cms.Update(ctx, next, metav1.UpdateOptions{})
+	}
+	if apierrors.IsRequestEntityTooLargeError(err) || (apierrors.IsInvalid(err) && strings.Contains(err.Error(), "Too long")) {
+		if derr := cms.Delete(ctx, authConfigMap, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+			return derr
+		}
+	}
+	return err
 }
 
 // startLegacyTokenTracking runs upstream's legacy token tracking controller, which every

@@ -24,7 +24,7 @@ import (
 )
 
 // hostIPv4 is an address of this machine that an EndpointSlice may hold (not loopback).
-func hostIPv4(t *testing.T) string {
+func hostIPv4(t testing.TB) string {
 	t.Helper()
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
