@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -68,6 +69,7 @@ type Aggregator struct {
 	client   kubernetes.Interface
 	agg      aggregatorclient.Interface
 	cert     tls.Certificate
+	proxyLog *log.Logger
 	services corelisters.ServiceLister
 	slices   utilproxy.EndpointSliceGetter
 	apisvcs  apiregistrationlisters.APIServiceLister
@@ -104,7 +106,7 @@ func New(o Options) (*Aggregator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Aggregator{opts: o, client: cs, agg: agg, cert: cert, remotes: map[schema.GroupVersion]*remote{}, kick: make(chan struct{}, 1),
+	return &Aggregator{opts: o, client: cs, agg: agg, cert: cert, proxyLog: slog.NewLogLogger(o.Log.Handler(), slog.LevelInfo), remotes: map[schema.GroupVersion]*remote{}, kick: make(chan struct{}, 1),
 		docs: map[schema.GroupVersion]*openAPIDoc{}, openAPIKick: make(chan struct{}, 1)}, nil
 }
 
@@ -263,6 +265,9 @@ func (a *Aggregator) proxy(w http.ResponseWriter, r *http.Request, rm *remote) {
 		},
 		Transport:     rm.transport,
 		FlushInterval: -1,
+		// A response cut off mid-body (an extension server stopped under a watch) is
+		// logged through the server's log, not the process's standard logger.
+		ErrorLog: a.proxyLog,
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			a.opts.Log.Warn("aggregator: proxy", "apiservice", rm.svc.Name, "err", err)
 			unavailable(w, fmt.Sprintf("error trying to reach service: %v", err))
