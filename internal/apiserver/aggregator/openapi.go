@@ -134,7 +134,11 @@ func (a *Aggregator) syncOpenAPI(ctx context.Context, now time.Time) {
 		if cur != nil && cur.transport == rm.transport && now.Sub(cur.fetched) < openAPIRefresh {
 			continue
 		}
-		next, err := a.download(ctx, rm, cur, now)
+		target, err := a.resolve(rm.svc)
+		var next *openAPIDoc
+		if err == nil {
+			next, err = a.download(ctx, target, rm, cur, now)
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				a.opts.Log.Warn("aggregator: OpenAPI download", "apiservice", rm.svc.Name, "err", err)
@@ -160,18 +164,14 @@ func (a *Aggregator) syncOpenAPI(ctx context.Context, now time.Time) {
 	a.mu.Unlock()
 }
 
-// download fetches one APIService's documents from its server as system:kube-aggregator
-// (front-proxy identity, as the availability check): /openapi/v2 with the last ETag, then
-// the /openapi/v3 index and, when the group-version's hash changed, its document. A server
-// without /openapi/v3 gets a document converted from v2, as kube-aggregator does. What did
-// not change is taken from cur.
-func (a *Aggregator) download(ctx context.Context, rm *remote, cur *openAPIDoc, now time.Time) (*openAPIDoc, error) {
+// download fetches one APIService's documents from its server at target as
+// system:kube-aggregator (front-proxy identity, as the availability check): /openapi/v2
+// with the last ETag, then the /openapi/v3 index and, when the group-version's hash
+// changed, its document. A server without /openapi/v3 gets a document converted from v2,
+// as kube-aggregator does. What did not change is taken from cur.
+func (a *Aggregator) download(ctx context.Context, target *url.URL, rm *remote, cur *openAPIDoc, now time.Time) (*openAPIDoc, error) {
 	ctx, cancel := context.WithTimeout(ctx, openAPITimeout)
 	defer cancel()
-	target, err := a.resolve(rm.svc)
-	if err != nil {
-		return nil, err
-	}
 	s := rm.svc.Spec
 	gv := schema.GroupVersion{Group: s.Group, Version: s.Version}
 	next := &openAPIDoc{transport: rm.transport, fetched: now,
