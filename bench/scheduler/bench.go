@@ -91,6 +91,7 @@ func bench(dir string, args []string) error {
 	initPods := fs.Int("init-pods", -1, "initial pods, created bound (-1: the shape's)")
 	pods := fs.Int("pods", 0, "measured pods (0: the shape's)")
 	only := fs.String("only", "", "run only kube or peer")
+	which := fs.String("schedulers", "peer,kube", "the schedulers to run, in order: peer (kube-scheduler), kube, kube-nocache (Kube's scheduler with its equivalence cache off)")
 	shared := fs.Bool("shared", true, "one server for both schedulers, one after the other, each with its own namespace of measured pods (not for antiaffinity: the first run's pods would repel the second's)")
 	profile := fs.String("cpuprofile", "", "kube's run: write its scheduler's CPU profile here")
 	port := fs.Int("port", 16443, "the servers' ports: this one and the next")
@@ -113,7 +114,7 @@ func bench(dir string, args []string) error {
 	}
 	res := map[string]runResult{}
 	var s *server
-	for i, who := range []string{"peer", "kube"} {
+	for i, who := range strings.Split(*which, ",") {
 		if *only != "" && *only != who {
 			continue
 		}
@@ -142,7 +143,11 @@ func bench(dir string, args []string) error {
 	if s != nil {
 		s.proc.stop()
 	}
-	k, p := res["kube"], res["peer"]
+	k, p, o := res["kube"], res["peer"], res["kube-nocache"]
+	if k.podsPerSec > 0 && o.podsPerSec > 0 {
+		fmt.Printf("throughput ratio kube/kube-nocache: %.2f×; scheduler CPU per pod (first to last bind) ratio %.2f×\n",
+			k.podsPerSec/o.podsPerSec, k.schedCPU/o.schedCPU)
+	}
 	if k.podsPerSec > 0 && p.podsPerSec > 0 {
 		fmt.Printf("throughput ratio kube/kube-scheduler: %.2f×\n", k.podsPerSec/p.podsPerSec)
 		fmt.Printf("scheduler CPU per pod (first to last bind): kube %.2f ms, kube-scheduler %.2f ms; ratio %.2f×\n",
@@ -235,10 +240,13 @@ func measure(s *server, who, ns string, sh shape, profile string) (runResult, er
 		var self string
 		if self, err = os.Executable(); err == nil {
 			args := []string{"sched", "-kubeconfig", s.kubeconfig()}
+			if who == "kube-nocache" {
+				args = append(args, "-no-equiv")
+			}
 			if profile != "" {
 				args = append(args, "-cpuprofile", profile)
 			}
-			sp, err = start(s.dir, "kube-sched", self, args...)
+			sp, err = start(s.dir, who+"-sched", self, args...)
 		}
 	}
 	if err != nil {

@@ -23,12 +23,13 @@ func sched(args []string) error {
 	fs := flag.NewFlagSet("sched", flag.ExitOnError)
 	kubeconfig := fs.String("kubeconfig", "", "the server's kubeconfig")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run here")
+	noEquiv := fs.Bool("no-equiv", false, "turn the scheduler's equivalence cache off (the code before it)")
 	_ = fs.Parse(args)
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
-	s, err := scheduler.New(cfg, scheduler.Options{Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	s, err := scheduler.New(cfg, scheduler.Options{Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), NoEquivalenceCache: *noEquiv})
 	if err != nil {
 		return err
 	}

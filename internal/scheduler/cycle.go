@@ -247,7 +247,13 @@ func (r *run) filter(ctx context.Context, f framework.Framework, state fwk.Cycle
 	if cached {
 		feasiblePos = make([]int, want)
 	}
-	statuses := make([]*fwk.Status, n)
+	// One slice of n for every cycle (5,000 pointers to clear and scan per pod otherwise);
+	// only this loop's goroutine filters.
+	if cap(r.statusBuf) < n {
+		r.statusBuf = make([]*fwk.Status, n)
+	}
+	statuses := r.statusBuf[:n]
+	defer clear(statuses)
 	var found atomic.Int32
 	var firstErr atomic.Pointer[error]
 	fctx, cancel := context.WithCancel(ctx)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"syscall"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -407,5 +409,47 @@ func sameDecisions(t *testing.T, seed uint64, parallelism int) {
 	t.Logf("%d nodes at first; filter hits %d misses %d, score hits %d misses %d", nodeCount, c.fh, c.fm, c.sh, c.sm)
 	if c.fh == 0 || c.sh == 0 {
 		t.Errorf("the cache was never used")
+	}
+}
+
+// cpuTime is the process's user and system CPU time so far (the machine may be shared: wall
+// time per operation says little).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkCycle is SchedulingBasic's cycle without the API: 5,000 node-default nodes,
+// pod-default pods assumed on the chosen node one after another.
+//
+//	go test -run '^$' -bench Cycle -benchmem ./internal/scheduler/
+func BenchmarkCycle(b *testing.B) {
+	for _, cached := range []bool{false, true} {
+		b.Run(fmt.Sprint("equivalence cache ", cached), func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			t := &testing.T{}
+			h := newHarness(t, ctx, cached, parallelism(16))
+			for i := range 5000 {
+				n := st.MakeNode().Name(fmt.Sprintf("node-%d", i)).Label("kubernetes.io/hostname", fmt.Sprintf("node-%d", i)).
+					Label("topology.kubernetes.io/zone", "zone-0").
+					Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "4", v1.ResourceMemory: "32Gi", v1.ResourcePods: "110"}).Obj()
+				h.kc.setNode(n)
+			}
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			defer func() { b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op") }()
+			for i := range b.N {
+				pod := plainPod(fmt.Sprint("p", i), "100m").Container("registry.k8s.io/pause:3.10.2").Obj()
+				res, s := h.cycle(ctx, pod)
+				if !s.IsSuccess() {
+					b.Fatal(s)
+				}
+				if err := h.kc.assume(bound(pod, res.host)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

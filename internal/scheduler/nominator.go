@@ -3,6 +3,7 @@ package scheduler
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,6 +18,7 @@ type nominator struct {
 	nmu    sync.RWMutex
 	byNode map[string][]fwk.PodInfo
 	nodeOf map[types.UID]string
+	count  atomic.Int32 // len(nodeOf), read without the lock
 }
 
 func (n *nominator) init() {
@@ -42,6 +44,7 @@ func (n *nominator) addLocked(pi fwk.PodInfo, ni *fwk.NominatingInfo) {
 		return
 	}
 	n.nodeOf[pod.UID] = node
+	n.count.Store(int32(len(n.nodeOf)))
 	n.byNode[node] = append(n.byNode[node], pi)
 }
 
@@ -59,6 +62,7 @@ func (n *nominator) deleteLocked(pod *v1.Pod) {
 		return
 	}
 	delete(n.nodeOf, pod.UID)
+	n.count.Store(int32(len(n.nodeOf)))
 	n.byNode[node] = slices.DeleteFunc(n.byNode[node], func(p fwk.PodInfo) bool { return p.GetPod().UID == pod.UID })
 	if len(n.byNode[node]) == 0 {
 		delete(n.byNode, node)
@@ -80,6 +84,9 @@ func (n *nominator) UpdateNominatedPod(_ klog.Logger, old *v1.Pod, pi fwk.PodInf
 // hasNominated tells whether any pod is nominated to node (cheaper than
 // NominatedPodsForNode, which copies).
 func (n *nominator) hasNominated(node string) bool {
+	if n.count.Load() == 0 {
+		return false
+	}
 	n.nmu.RLock()
 	defer n.nmu.RUnlock()
 	return len(n.byNode[node]) > 0

@@ -103,6 +103,7 @@ type run struct {
 	podLister  corelisters.PodLister
 	percentage *int32
 	nextStart  int
+	statusBuf  []*fwk.Status // filter's, reused
 	binds      sync.WaitGroup
 	clock      clock.WithTicker
 }
