@@ -64,7 +64,7 @@ type equivEntry struct {
 	fEpoch, sEpoch uint64
 	ni             fwk.NodeInfo
 	gen            int64
-	name           string // ni's node's name (read once: 5,000 NodeInfos are 5,000 cache misses)
+	name           string      // ni's node's name (read once: 5,000 NodeInfos are 5,000 cache misses)
 	status         *fwk.Status // the Filter verdict; nil is feasible
 	raw            []fwk.PluginScore
 }
