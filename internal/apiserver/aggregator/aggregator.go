@@ -81,10 +81,12 @@ type Aggregator struct {
 	synced  atomic.Bool
 
 	// docs are the remotes' OpenAPI documents (openapi.go), guarded by mu; openAPIGen
-	// changes with them; openAPIKick asks the download loop for a pass.
-	docs        map[schema.GroupVersion]*openAPIDoc
-	openAPIGen  atomic.Uint64
-	openAPIKick chan struct{}
+	// changes with them; openAPIKick asks the download loop for a pass; openAPIRetries,
+	// the loop's own, say when failed downloads are tried again.
+	docs           map[schema.GroupVersion]*openAPIDoc
+	openAPIGen     atomic.Uint64
+	openAPIKick    chan struct{}
+	openAPIRetries map[schema.GroupVersion]openAPIRetry
 }
 
 // New makes an Aggregator; Start runs it.
@@ -107,7 +109,7 @@ func New(o Options) (*Aggregator, error) {
 		return nil, err
 	}
 	return &Aggregator{opts: o, client: cs, agg: agg, cert: cert, proxyLog: slog.NewLogLogger(o.Log.Handler(), slog.LevelInfo), remotes: map[schema.GroupVersion]*remote{}, kick: make(chan struct{}, 1),
-		docs: map[schema.GroupVersion]*openAPIDoc{}, openAPIKick: make(chan struct{}, 1)}, nil
+		docs: map[schema.GroupVersion]*openAPIDoc{}, openAPIKick: make(chan struct{}, 1), openAPIRetries: map[schema.GroupVersion]openAPIRetry{}}, nil
 }
 
 // Start runs the informers, the availability check and the OpenAPI downloads until ctx

@@ -25,7 +25,8 @@
 //     changed, or once a minute (with the ETag, or the hash in the v3 index: an unchanged
 //     document is not read again): /openapi/v2 filtered to /apis/<group>/<version>/ and the
 //     definitions those paths use, and the group-version's /openapi/v3 document (converted
-//     from v2 when the server has no /openapi/v3). The last download stays while its
+//     from v2 when the server has no /openapi/v3); a failed download is tried again after
+//     10 s, doubling to 10 minutes while it fails. The last download stays while its
 //     APIService exists, as kube-aggregator's; the documents go when it is deleted.
 //     OpenAPIDocuments hands them to internal/apiserver/openapi (Handler.SetRemote), which
 //     merges them into /openapi/v2 and lists them in /openapi/v3.

@@ -29,6 +29,20 @@ import (
 // index (v3), so an unchanged document costs a 304 or nothing.
 const openAPIRefresh = time.Minute
 
+// A failed download is tried again after openAPIRetryMin, doubling to openAPIRetryMax
+// while it keeps failing (sooner when the APIService changes).
+const (
+	openAPIRetryMin = 10 * time.Second
+	openAPIRetryMax = 10 * time.Minute
+)
+
+// openAPIRetry is when a remote whose download failed is tried again.
+type openAPIRetry struct {
+	transport *http.Transport
+	delay     time.Duration
+	after     time.Time
+}
+
 // openAPITimeout bounds one APIService's downloads; openAPIMaxBytes one document.
 const (
 	openAPITimeout  = 30 * time.Second
@@ -134,6 +148,10 @@ func (a *Aggregator) syncOpenAPI(ctx context.Context, now time.Time) {
 		if cur != nil && cur.transport == rm.transport && now.Sub(cur.fetched) < openAPIRefresh {
 			continue
 		}
+		retry, failed := a.openAPIRetries[gv]
+		if failed && retry.transport == rm.transport && now.Before(retry.after) {
+			continue
+		}
 		target, err := a.resolve(rm.svc)
 		var next *openAPIDoc
 		if err == nil {
@@ -143,8 +161,15 @@ func (a *Aggregator) syncOpenAPI(ctx context.Context, now time.Time) {
 			if ctx.Err() == nil {
 				a.opts.Log.Warn("aggregator: OpenAPI download", "apiservice", rm.svc.Name, "err", err)
 			}
+			if !failed || retry.transport != rm.transport {
+				retry = openAPIRetry{transport: rm.transport}
+			}
+			retry.delay = min(max(2*retry.delay, openAPIRetryMin), openAPIRetryMax)
+			retry.after = now.Add(retry.delay)
+			a.openAPIRetries[gv] = retry
 			continue
 		}
+		delete(a.openAPIRetries, gv)
 		a.mu.Lock()
 		if a.remotes[gv] != nil {
 			a.docs[gv] = next
@@ -159,6 +184,11 @@ func (a *Aggregator) syncOpenAPI(ctx context.Context, now time.Time) {
 		if a.remotes[gv] == nil {
 			delete(a.docs, gv)
 			a.openAPIGen.Add(1)
+		}
+	}
+	for gv := range a.openAPIRetries {
+		if a.remotes[gv] == nil {
+			delete(a.openAPIRetries, gv)
 		}
 	}
 	a.mu.Unlock()

@@ -8,11 +8,20 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilproxy "k8s.io/apiserver/pkg/util/proxy"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/handler3"
@@ -169,5 +178,86 @@ func TestDownloadOpenAPI(t *testing.T) {
 	legacySrv.Close()
 	if _, err := a.download(ctx, target, rm, legacy, now); err == nil {
 		t.Error("download from a closed server succeeded")
+	}
+}
+
+// TestSyncOpenAPI: the download loop's pass downloads an available remote's documents once,
+// again after openAPIRefresh (a 304: nothing changes), backs off after a failure, and
+// forgets them when the remote goes.
+func TestSyncOpenAPI(t *testing.T) {
+	d, srv := newDocServer(t, flunderSwagger("first"), flunderV3("first"))
+	failing := atomic.Bool{}
+	inner := srv.Config.Handler
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() {
+			http.Error(w, "down", http.StatusInternalServerError)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	u, _ := url.Parse(srv.URL)
+	port, _ := strconv.Atoi(u.Port())
+
+	services := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	slicesIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	_ = services.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "wardle", Name: "api"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}})
+	ready, p, name := true, int32(port), "https"
+	_ = slicesIdx.Add(&discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "wardle", Name: "api-1",
+		Labels: map[string]string{discoveryv1.LabelServiceName: "api"}}, AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{u.Hostname()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		Ports:     []discoveryv1.EndpointPort{{Name: &name, Port: &p}}})
+	getter, _ := utilproxy.NewEndpointSliceListerGetter(discoverylisters.NewEndpointSliceLister(slicesIdx))
+	a := &Aggregator{opts: Options{Log: slog.New(slog.DiscardHandler)}, services: corelisters.NewServiceLister(services), slices: getter,
+		remotes: map[schema.GroupVersion]*remote{}, docs: map[schema.GroupVersion]*openAPIDoc{}, openAPIRetries: map[schema.GroupVersion]openAPIRetry{}}
+	rm, _ := testRemote(srv)
+	svcPort := int32(443)
+	rm.svc.Spec.Service = &apiregistrationv1.ServiceReference{Namespace: "wardle", Name: "api", Port: &svcPort}
+	rm.resources = &metav1.APIResourceList{}
+	gv := schema.GroupVersion{Group: "wardle.example.com", Version: "v1alpha1"}
+	a.remotes[gv] = rm
+
+	ctx := context.Background()
+	t0 := time.Now()
+	a.syncOpenAPI(ctx, t0)
+	docs := a.OpenAPIDocuments()
+	if len(docs) != 1 || docs[0].V2 == nil || docs[0].V3 == nil || a.OpenAPIGeneration() != 1 {
+		t.Fatalf("after the first pass: %d documents, generation %d", len(docs), a.OpenAPIGeneration())
+	}
+	a.syncOpenAPI(ctx, t0.Add(time.Second))
+	if n := d.count("/openapi/v2 200") + d.count("/openapi/v2 304"); n != 1 {
+		t.Errorf("/openapi/v2 read %d times within a minute", n)
+	}
+	a.syncOpenAPI(ctx, t0.Add(openAPIRefresh+time.Second))
+	if d.count("/openapi/v2 304") != 1 || a.OpenAPIGeneration() != 1 {
+		t.Errorf("refresh: %v, generation %d", d.answers, a.OpenAPIGeneration())
+	}
+
+	// Failing: tried again only after the back-off; the last documents stay.
+	failing.Store(true)
+	t1 := t0.Add(3 * openAPIRefresh)
+	a.syncOpenAPI(ctx, t1)
+	a.syncOpenAPI(ctx, t1.Add(openAPIRetryMin/2))
+	calls := func() int { return d.count("/openapi/v2 200") + d.count("/openapi/v2 304") }
+	before := calls()
+	failing.Store(false)
+	a.syncOpenAPI(ctx, t1.Add(openAPIRetryMin/2+time.Second))
+	if calls() != before {
+		t.Error("a failed download was retried before its back-off")
+	}
+	if len(a.OpenAPIDocuments()) != 1 {
+		t.Error("a failed download dropped the last documents")
+	}
+	a.syncOpenAPI(ctx, t1.Add(openAPIRetryMin+time.Second))
+	if calls() != before+1 || len(a.openAPIRetries) != 0 {
+		t.Errorf("not retried after the back-off (%d calls, was %d)", calls(), before)
+	}
+
+	// The remote gone: its documents go.
+	delete(a.remotes, gv)
+	gen := a.OpenAPIGeneration()
+	a.syncOpenAPI(ctx, t1.Add(time.Hour))
+	if len(a.OpenAPIDocuments()) != 0 || a.OpenAPIGeneration() == gen {
+		t.Error("documents of a removed remote kept")
 	}
 }
