@@ -108,6 +108,16 @@ func TestComponentStatuses(t *testing.T) {
 		decodeStatus(t, r)
 	}
 	mustDo(t, "GET", "/api/v1/namespaces/default/componentstatuses", "", "", http.StatusNotFound)
+	for _, q := range []string{"labelSelector=a%20in", "fieldSelector=spec.x%3Dy"} {
+		decodeStatus(t, mustDo(t, "GET", "/api/v1/componentstatuses?"+q, "", "", http.StatusBadRequest))
+	}
+	// Protobuf, as client-go's typed clients may ask.
+	pcfg := adminConfig(t)
+	pcfg.ContentType, pcfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf", "application/vnd.kubernetes.protobuf"
+	pl, err := kubernetes.NewForConfigOrDie(pcfg).CoreV1().ComponentStatuses().List(ctx, metav1.ListOptions{})
+	if err != nil || len(pl.Items) != 3 || pl.Items[2].Name != "etcd-0" || len(pl.Items[2].Conditions) != 1 {
+		t.Errorf("protobuf list: %v %+v", err, pl)
+	}
 	// Table output for one object, as kubectl asks for it.
 	r = do(t, admin, "GET", "/api/v1/componentstatuses/scheduler", "", nil, "Accept: application/json;as=Table;v=v1;g=meta.k8s.io")
 	var table metav1.Table
