@@ -32,7 +32,7 @@ import (
 
 // connectHook is a real TLS webhook for connect requests. /validate refuses an exec of
 // "forbidden", a port-forward to port 22 and nodes/proxy of /secret; /mutate turns an exec
-// of "rewrite" into "echo rewritten"; /selected refuses everything (its webhook has an
+// of "rewrite" into "echo rewritten" and a proxy of /rewrite-me into one of /configz; /selected refuses everything (its webhook has an
 // objectSelector, which never selects a connect). Every request it sees is kept.
 type connectHook struct {
 	*httptest.Server
@@ -90,9 +90,12 @@ func (h *connectHook) serve(w http.ResponseWriter, r *http.Request) {
 			deny("no secrets")
 		}
 	case "/mutate":
-		if len(command) > 0 && command[0] == "rewrite" {
-			pt := admissionv1.PatchTypeJSONPatch
+		pt := admissionv1.PatchTypeJSONPatch
+		switch {
+		case len(command) > 0 && command[0] == "rewrite":
 			resp.Patch, resp.PatchType = []byte(`[{"op":"replace","path":"/command","value":["echo","rewritten"]}]`), &pt
+		case obj["path"] == "/rewrite-me":
+			resp.Patch, resp.PatchType = []byte(`[{"op":"replace","path":"/path","value":"/configz"}]`), &pt
 		}
 	case "/selected":
 		deny("the objectSelector webhook was called")
@@ -213,7 +216,7 @@ func TestConnectAdmission(t *testing.T) {
 	createValidating(t, "connect-guard",
 		hookTo("connect.kube.test", "/validate", rule("pods/exec", "pods/attach", "pods/portforward", "pods/proxy", "services/proxy", "nodes/proxy")),
 		selected)
-	mut := hookTo("rewrite.kube.test", "/mutate", rule("pods/exec"))
+	mut := hookTo("rewrite.kube.test", "/mutate", rule("pods/exec", "nodes/proxy"))
 	_, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "connect-rewriter"},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: mut.Name, ClientConfig: mut.ClientConfig, Rules: mut.Rules,
@@ -355,6 +358,11 @@ func TestConnectAdmission(t *testing.T) {
 	code, body := get("/api/v1/nodes/" + w.node + "/proxy/healthz")
 	if w.proxyable && (code != http.StatusOK || body != "ok") {
 		t.Errorf("nodes/proxy/healthz: %d %s", code, body)
+	}
+	// A mutating webhook's path is the one proxied to.
+	code, body = get("/api/v1/nodes/" + w.node + "/proxy/rewrite-me")
+	if w.proxyable && (code != http.StatusOK || body != "agent GET /configz") {
+		t.Errorf("nodes/proxy/rewrite-me: %d %s, want the agent's answer for /configz", code, body)
 	}
 	np := hook.seen("/validate", func(r connectReview) bool { return r.req.Resource.Resource == "nodes" && r.obj["path"] == "/healthz" })
 	if len(np) == 0 || np[0].req.Kind.Kind != "NodeProxyOptions" || np[0].req.Name != w.node || np[0].req.Namespace != "" || np[0].req.SubResource != "proxy" {
