@@ -45,5 +45,8 @@ func sched(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	return s.Start(ctx)
+	err = s.Start(ctx)
+	fh, fm, sh, sm := s.EquivalenceCacheStats()
+	fmt.Fprintf(os.Stderr, "equivalence cache: filter hits %d misses %d, score hits %d misses %d\n", fh, fm, sh, sm)
+	return err
 }

@@ -55,6 +55,8 @@ type equivCache struct {
 	entries  []equivEntry
 	plugins  map[string]*profilePlugins // by profile name
 	disabled bool
+	// scoreBuf is score's result, reused: the cycle only picks the best node from it.
+	scoreBuf []fwk.NodePluginScores
 
 	// Counters for tests and logs.
 	filterHits, filterMisses, scoreHits, scoreMisses atomic.Int64
@@ -81,10 +83,11 @@ var (
 		names.NodePorts, names.NodeResourcesFit)
 	cacheableScore = sets.New(names.TaintToleration, names.NodeAffinity, names.NodeResourcesFit,
 		names.NodeResourcesBalancedAllocation, names.ImageLocality)
-	// VolumeBinding's PreScore does not skip when storage capacity scoring is on, but after
-	// its PreFilter skipped (the pod has no claims) its Score reads only the empty state
-	// that PreFilter wrote: 0 on every node.
-	cacheableScoreIfFilterSkipped = sets.New(names.VolumeBinding)
+	// VolumeBinding's PreScore does not skip when storage capacity scoring is on, and
+	// DynamicResources has no PreScore; but after their PreFilter skipped (the pod has no
+	// volume claims, no resource claims) their Score reads only the empty state that
+	// PreFilter wrote: 0 on every node.
+	cacheableScoreIfFilterSkipped = sets.New(names.VolumeBinding, names.DynamicResources)
 )
 
 func newEquivCache() *equivCache {
@@ -192,9 +195,13 @@ func (c *equivCache) filter(ctx context.Context, f framework.Framework, state fw
 
 // score runs Score on the feasible nodes (positions pos in the snapshot's list) whose raw
 // scores are not stored, then upstream's NormalizeScores (NormalizeScore per plugin over
-// all of them, weights).
+// all of them, weights). The result is valid until the next call.
 func (c *equivCache) score(ctx context.Context, f framework.Framework, state fwk.CycleState, pod *v1.Pod, feasible []fwk.NodeInfo, pos []int) ([]fwk.NodePluginScores, *fwk.Status) {
-	scores := make([]fwk.NodePluginScores, len(feasible))
+	if cap(c.scoreBuf) < len(feasible) {
+		c.scoreBuf = make([]fwk.NodePluginScores, len(feasible))
+	}
+	scores := c.scoreBuf[:len(feasible)]
+	clear(scores)
 	var misses []int
 	for i, ni := range feasible {
 		e := &c.entries[pos[i]]

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,6 +55,18 @@ type Scheduler struct {
 	log        *slog.Logger
 	metrics    *metrics
 	noEquiv    bool
+	equiv      atomic.Pointer[equivCache] // the last leadership term's
+}
+
+// EquivalenceCacheStats counts, for the current or last leadership term, the Filter
+// verdicts and per-node raw score sets the equivalence cache answered (hits) and the ones
+// the plugins computed for it (misses); cycles the cache did not apply to count in neither.
+func (s *Scheduler) EquivalenceCacheStats() (filterHits, filterMisses, scoreHits, scoreMisses int64) {
+	c := s.equiv.Load()
+	if c == nil {
+		return
+	}
+	return c.filterHits.Load(), c.filterMisses.Load(), c.scoreHits.Load(), c.scoreMisses.Load()
 }
 
 // New checks the configuration and registers the metrics; it starts nothing.
@@ -128,6 +141,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		podLister: factory.Core().V1().Pods().Lister(), percentage: s.conf.PercentageOfNodesToScore, clock: clock.RealClock{}}
 	if !s.noEquiv {
 		r.equiv = newEquivCache()
+		s.equiv.Store(r.equiv)
 	}
 
 	var draManager fwk.SharedDRAManager
