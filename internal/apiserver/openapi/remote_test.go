@@ -215,3 +215,20 @@ func metadataRef(sw *spec.Swagger) string {
 }
 
 func slicesEqual(a, b []string) bool { return strings.Join(a, ",") == strings.Join(b, ",") }
+
+// BenchmarkRemoteChange5000: a remote document changes beside 5,000 kinds; the merge is
+// redone, the registry's part reused.
+func BenchmarkRemoteChange5000(b *testing.B) {
+	h := New(newRegistry(syntheticKinds(5000)...))
+	remote := &fakeRemote{}
+	h.SetRemote(remote)
+	h.current()
+	wardle := schema.GroupVersion{Group: "wardle.example.com", Version: "v1alpha1"}
+	b.ReportAllocs()
+	for b.Loop() {
+		remote.set(RemoteDocument{GroupVersion: wardle, V2: wardleV2(), V3: wardleV3(), V3Etag: "a"})
+		h.current()
+		remote.set()
+		h.current()
+	}
+}
