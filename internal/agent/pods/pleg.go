@@ -17,8 +17,11 @@ const relistPeriod = time.Second
 
 // idleResync is how often a settled pod (every container running, nothing waiting) is
 // synced when nothing pokes it: its changes come from the relist, the informer and its
-// probes, so this only refreshes what has a clock (volumes, tokens).
-const idleResync = 10 * time.Second
+// probes, so this only refreshes what has a clock (ConfigMap, Secret and projected volumes,
+// tokens). It is the kubelet's --sync-frequency default: a ConfigMap's change reaches a
+// settled pod's volume within about a minute, as upstream documents. (It was 10 s: each
+// settled pod then cost the runtime a status round every 10 s.)
+const idleResync = time.Minute
 
 // relist is the agent's pod lifecycle event generator: one ListPodSandbox and one
 // ListContainers of the whole node every relistPeriod, each pod's sandboxes and containers
