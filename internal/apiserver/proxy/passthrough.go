@@ -46,7 +46,7 @@ func (h *handler) serveProxy(w http.ResponseWriter, r *http.Request, info *reque
 		writeError(w, err)
 		return
 	}
-	location.Path = utilnet.JoinPreservingTrailingSlash(location.Path, proxyPath(info))
+	location.Path = utilnet.JoinPreservingTrailingSlash(location.Path, info.SubresourcePath())
 	hw, _ := hijackable(w)
 	upgradeproxy.NewUpgradeAwareHandler(location, transport, true, false, upgradeproxy.NewErrorResponder(responder{w})).ServeHTTP(hw, r)
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -202,22 +201,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case podProxy, nodeProxy, serviceProxy:
 		h.serveProxy(w, r, info, ep)
 	}
-}
-
-// proxyPath is the path a proxy subresource passes on: the segments after the subresource,
-// with a leading slash and the request's trailing slash, as upstream's getRequestOptions.
-func proxyPath(info *request.Info) string {
-	p := ""
-	if len(info.Parts) > 3 {
-		p = strings.Join(info.Parts[3:], "/")
-	}
-	if p != "" && !strings.HasPrefix(p, "/") {
-		p = "/" + p
-	}
-	if strings.HasSuffix(info.Path, "/") && !strings.HasSuffix(p, "/") {
-		p += "/"
-	}
-	return p
 }
 
 // writeError writes err as a Status: API errors as they are, others as 500.

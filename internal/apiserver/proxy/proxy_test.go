@@ -196,7 +196,7 @@ func TestProxyPath(t *testing.T) {
 		"/api/v1/nodes/n/proxy/a/b/":          "/a/b/",
 		"/api/v1/namespaces/d/pods/p/proxy/x": "/x",
 	} {
-		if got := proxyPath(request.Parse(httptest.NewRequest("GET", path, nil))); got != want {
+		if got := request.Parse(httptest.NewRequest("GET", path, nil)).SubresourcePath(); got != want {
 			t.Errorf("%s: %q, want %q", path, got, want)
 		}
 	}

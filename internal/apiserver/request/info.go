@@ -2,10 +2,11 @@ package request
 
 import (
 	"context"
-	"k8s.io/apimachinery/pkg/fields"
 	"net/http"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/fields"
 )
 
 // Info describes one API request.
@@ -199,4 +200,21 @@ func splitPath(p string) []string {
 		return nil
 	}
 	return strings.Split(p, "/")
+}
+
+// SubresourcePath is the path a connect subresource (a proxy's) passes on: the segments
+// after the subresource, with a leading slash and the request's trailing slash, as
+// upstream's getRequestOptions makes it.
+func (i *Info) SubresourcePath() string {
+	p := ""
+	if len(i.Parts) > 3 {
+		p = strings.Join(i.Parts[3:], "/")
+	}
+	if p != "" && !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	if strings.HasSuffix(i.Path, "/") && !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	return p
 }

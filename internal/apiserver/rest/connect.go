@@ -129,29 +129,13 @@ func decodeConnectOptions(gvk schema.GroupVersionKind, query url.Values, info *r
 		for k, v := range query {
 			q[k] = v
 		}
-		q["path"] = []string{connectSubpath(info)}
+		q["path"] = []string{info.SubresourcePath()}
 		query = q
 	}
 	if err := legacyscheme.ParameterCodec.DecodeParameters(query, corev1.SchemeGroupVersion, obj); err != nil {
 		return nil, err
 	}
 	return obj, nil
-}
-
-// connectSubpath is the path after the subresource, as upstream's getRequestOptions makes
-// it.
-func connectSubpath(info *request.Info) string {
-	p := ""
-	if len(info.Parts) > 3 {
-		p = strings.Join(info.Parts[3:], "/")
-	}
-	if p != "" && !strings.HasPrefix(p, "/") {
-		p = "/" + p
-	}
-	if strings.HasSuffix(info.Path, "/") && !strings.HasSuffix(p, "/") {
-		p += "/"
-	}
-	return p
 }
 
 // mutatedConnect is the request carrying the options mutating admission left: for exec,
@@ -175,7 +159,7 @@ func (c *call) mutatedConnect(gvk schema.GroupVersionKind, obj *unstructured.Uns
 		return r, nil
 	}
 	path, _, _ := unstructured.NestedString(obj.Object, "path")
-	if path == connectSubpath(c.info) {
+	if path == c.info.SubresourcePath() {
 		return c.r, nil
 	}
 	if path != "" && !strings.HasPrefix(path, "/") {
