@@ -276,6 +276,28 @@ func waitBound(ctx context.Context, cs kubernetes.Interface, ns, rv string, n in
 	bound := map[string]bool{}
 	for len(bound) < n {
 		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			// The watch fell out of the server's window (a loaded machine): a list finds
+			// the pods bound meanwhile (their binding time taken as now) and the watch
+			// resumes from it.
+			list, lerr := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if lerr != nil {
+				return first, last, lerr
+			}
+			now := time.Now()
+			for i := range list.Items {
+				if p := &list.Items[i]; p.Spec.NodeName != "" && !bound[p.Name] {
+					bound[p.Name] = true
+					if first.IsZero() {
+						first = now
+						atFirst()
+					}
+					last = now
+				}
+			}
+			rv = list.ResourceVersion
+			continue
+		}
 		if err != nil {
 			return first, last, err
 		}
