@@ -28,6 +28,10 @@
 //     (preemption), PodScheduled=False with upstream's FitError message, a FailedScheduling
 //     event (events.k8s.io, reportingController = the profile name) and goes back to the
 //     queue.
+//   - equiv.go: an equivalence cache — consecutive pods of one scheduling signature reuse
+//     each node's Filter verdict and raw scores while the node's snapshot NodeInfo is
+//     unchanged and only plugins that read the pod and the node are in play; decisions are
+//     the same as without it (Options.NoEquivalenceCache turns it off).
 //   - metrics.go: kube-scheduler's scheduler_schedule_attempts_total,
 //     scheduler_scheduling_attempt_duration_seconds, scheduler_pending_pods and
 //     scheduler_pod_scheduling_sli_duration_seconds on the registerer given.
