@@ -64,7 +64,9 @@ func TestEtcdServersOverrides(t *testing.T) {
 	defer events.Close()
 
 	kdir := filepath.Join(dir, "kube")
-	s := startKube(t, bin, "server", kdir, ports[1], "--etcd-servers-overrides", "/events#"+eventsURL, "--etcd-compaction-interval", "2s")
+	s := startKube(t, bin, "server", kdir, ports[1], "--etcd-servers-overrides", "/events#"+eventsURL, "--etcd-compaction-interval", "15s")
+	// Compaction keeps one interval of history: 2 s let a loaded machine's `kubectl get -w`
+	// find its list's resourceVersion compacted before its watch began (410 Expired).
 	// The embedded etcd, through its socket in the data directory.
 	embedded, err := etcd.NewClient(etcd.ClientOptions{Endpoints: []string{"unix://" + filepath.Join(kdir, "etcd", "client.sock")}})
 	if err != nil {
@@ -136,7 +138,7 @@ func TestEtcdServersOverrides(t *testing.T) {
 	w.stop()
 
 	// The events cluster is compacted on its own: its revision 1 goes.
-	waitFor(t, time.Minute, "the events cluster compacted", func() string { return "" }, func() error {
+	waitFor(t, 2*time.Minute, "the events cluster compacted", func() string { return "" }, func() error {
 		_, err := events.Get(ctx, "/registry/health", clientv3.WithRev(1))
 		if errors.Is(err, rpctypes.ErrCompacted) {
 			return nil
