@@ -46,7 +46,10 @@ func (r *recorder) snapshot() []string {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	// Two minutes: after the server's restart the reflectors come back on client-go's
+	// back-off (0.8 s doubling, jittered up to 2×), which a loaded machine stretches past
+	// 30 s (a full local run timed out at 30 s).
+	deadline := time.Now().Add(2 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
