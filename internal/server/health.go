@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"kubeos.dev/kube/internal/storage"
-
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
+
+	"kubeos.dev/kube/internal/storage"
 )
 
 // health serves /healthz, /livez and /readyz as kube-apiserver does: "ok", or with ?verbose
