@@ -13,16 +13,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"kubeos.dev/kube/internal/rbac"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 
 	"kubeos.dev/kube/internal/gateway"
+	"kubeos.dev/kube/internal/rbac"
 	kubeosclient "kubeos.dev/kube/pkg/client/clientset/versioned"
 )
 

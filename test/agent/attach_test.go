@@ -2,13 +2,11 @@ package agent
 
 import (
 	"fmt"
-
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"kubeos.dev/kube/internal/server/servertest"

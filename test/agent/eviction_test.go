@@ -8,14 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"kubeos.dev/kube/internal/server/servertest/slot"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/internal/server/servertest/slot"
 )
 
 // agentSlot is the pod CIDR and bridge of this package's extra agent process i (1 to 4):

@@ -23,8 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"kubeos.dev/kube/internal/server/servertest/slot"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -35,6 +33,7 @@ import (
 	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/internal/server/servertest/slot"
 )
 
 const busyboxImage = "kube.local/busybox:1"

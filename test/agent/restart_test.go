@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"kubeos.dev/kube/internal/server/servertest/slot"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -23,6 +21,7 @@ import (
 	"kubeos.dev/kube/internal/agent"
 	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/internal/server/servertest/slot"
 )
 
 // nodeKubeconfig writes a kubeconfig of system:node:<node> for the test server.

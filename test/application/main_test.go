@@ -25,11 +25,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
-
-	"kubeos.dev/kube/internal/server/servertest/slot"
-
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -48,6 +45,7 @@ import (
 	"kubeos.dev/kube/internal/rbac"
 	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/internal/server/servertest/slot"
 	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
 )
 

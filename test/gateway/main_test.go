@@ -23,8 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"kubeos.dev/kube/internal/server/servertest/slot"
-
 	"github.com/prometheus/client_golang/prometheus"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +34,7 @@ import (
 	"kubeos.dev/kube/internal/rbac"
 	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/internal/server/servertest/slot"
 	kubeosclient "kubeos.dev/kube/pkg/client/clientset/versioned"
 )
 

@@ -22,8 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"kubeos.dev/kube/internal/server/servertest/slot"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -33,6 +31,7 @@ import (
 	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/internal/server/servertest/slot"
 	"kubeos.dev/kube/internal/simnode"
 	kubeos "kubeos.dev/kube/pkg/client/clientset/versioned/typed/kubeos/v1alpha1"
 )

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"kubeos.dev/kube/internal/server/servertest/slot"
-
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +24,7 @@ import (
 	"kubeos.dev/kube/internal/rbac"
 	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/internal/server/servertest/slot"
 )
 
 // BusyboxImage is the image every pod of the harness runs (busybox-static, one symlink per

@@ -12,14 +12,13 @@ import (
 	"syscall"
 	"time"
 
-	"kubeos.dev/kube/internal/server"
-
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 	"kubeos.dev/kube/internal/rbac"
+	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
 )
 

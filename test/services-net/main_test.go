@@ -24,8 +24,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"kubeos.dev/kube/internal/server/servertest/slot"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -36,6 +34,7 @@ import (
 	"kubeos.dev/kube/internal/agent/netpol"
 	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/internal/server/servertest/slot"
 	"kubeos.dev/kube/test/netharness"
 )
 

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"kubeos.dev/kube/internal/server/servertest/slot"
-
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"kubeos.dev/kube/internal/server/servertest/slot"
 )
 
 // TestRunFollowsService: Run answers on the kube-dns Service's ClusterIP from the API
