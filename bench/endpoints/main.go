@@ -1,10 +1,12 @@
 // Command endpoints measures EndpointSlice update latency: SERVICES Services with ENDPOINTS
 // pods each on one fixture node, all pods Running with an IP and all but one per sampled
-// Service Ready; once every pod is in its Service's EndpointSlices, SAMPLES pods turn Ready
-// (pods/status, RATE per second) and the time from each status write to the watch event of
-// an EndpointSlice listing that pod ready is recorded. Prints one JSON line: p50, p90, p99,
-// max, and how many were not seen within -timeout. Whatever EndpointSlice controller the
-// server runs (Kube's own, or kube-controller-manager pointed at it) is what is measured.
+// Service Ready (the pods are made first and the Services after them, so that a Service's
+// first sync writes its slices whole rather than once per pod); once every pod is in its
+// Service's EndpointSlices, SAMPLES pods turn Ready (pods/status, RATE per second) and the
+// time from each status write to the watch event of an EndpointSlice listing that pod ready
+// is recorded. Prints one JSON line: p50, p90, p99, max, and how many were not seen within
+// -timeout. Whatever EndpointSlice controller the server runs (Kube's own, or
+// kube-controller-manager pointed at it) is what is measured.
 package main
 
 import (
@@ -41,7 +43,7 @@ func main() {
 	endpoints := flag.Int("endpoints", 10, "pods per Service")
 	samples := flag.Int("samples", 1000, "pods turned Ready while measuring (one per sampled Service)")
 	rate := flag.Float64("rate", 50, "pods turned Ready per second while measuring")
-	writers := flag.Int("writers", 16, "concurrent writers while setting up")
+	writers := flag.Int("writers", 64, "concurrent writers while setting up")
 	timeout := flag.Duration("timeout", 60*time.Second, "how long a sample may take before it counts as missed")
 	label := flag.String("label", "", "name of this run in the JSON line")
 	flag.Parse()
@@ -63,15 +65,6 @@ func main() {
 	must(ignoreExists(cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})))
 	must(ignoreExists(cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})))
 	go heartbeat(ctx, cs)
-	parallel(*writers, *services, func(i int) error {
-		_, err := cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%d", i)},
-			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": fmt.Sprintf("svc-%d", i)},
-				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
-		}, metav1.CreateOptions{})
-		return ignoreExists[any](nil, err)
-	})
-	log.Printf("%d services in %s", *services, time.Since(start).Round(time.Millisecond))
 	total := *services * *endpoints
 	sampled := func(i, j int) bool { return j == 0 && i%stride == 0 && i/stride < *samples }
 	parallel(*writers, total, func(k int) error {
@@ -91,6 +84,15 @@ func main() {
 		return err
 	})
 	log.Printf("%d pods in %s", total, time.Since(start).Round(time.Millisecond))
+	parallel(*writers, *services, func(i int) error {
+		_, err := cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%d", i)},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": fmt.Sprintf("svc-%d", i)},
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+		}, metav1.CreateOptions{})
+		return ignoreExists[any](nil, err)
+	})
+	log.Printf("%d services in %s", *services, time.Since(start).Round(time.Millisecond))
 
 	// wait until every pod is an endpoint
 	var rv string

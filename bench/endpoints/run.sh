@@ -8,15 +8,18 @@
 #         --controllers=endpointslice-controller pointed at the server (its defaults:
 #         --kube-api-qps 20, --kube-api-burst 30, --concurrent-service-endpoint-syncs 5)
 # Usage: bench/endpoints/run.sh [PEERS_BIN]  (default /work/peers-bin). Env: SERVICES (10000),
-#        ENDPOINTS (10), SAMPLES (1000), RATE (50), ONLY (kube|peer), KCM_ARGS (extra flags).
+#        ENDPOINTS (10), SAMPLES (1000), RATE (50), ONLY (kube|peer), KCM_ARGS (extra flags),
+#        OUT (a directory for the binaries, logs and results.jsonl; default mktemp).
+# Run the measured runs under the machine-wide lock: flock /tmp/kube-bench.lock bench/endpoints/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${1:-/work/peers-bin}
 SERVICES=${SERVICES:-10000}; ENDPOINTS=${ENDPOINTS:-10}; SAMPLES=${SAMPLES:-1000}; RATE=${RATE:-50}; ONLY=${ONLY:-}
-OUT=$(mktemp -d /tmp/kube-epbench.XXXXXX)
+OUT=${OUT:-$(mktemp -d /tmp/kube-epbench.XXXXXX)}
+mkdir -p "$OUT"
 PORT=26843
-go build -o "$OUT/kube" ./cmd/kube
-go build -o "$OUT/epbench" ./bench/endpoints
+[[ -x $OUT/kube ]] || nice -n 19 go build -o "$OUT/kube" ./cmd/kube
+[[ -x $OUT/epbench ]] || nice -n 19 go build -o "$OUT/epbench" ./bench/endpoints
 pids=()
 stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; pids=(); }
 trap stop_all EXIT
