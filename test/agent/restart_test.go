@@ -77,7 +77,7 @@ func startAgentProcessWith(t *testing.T, node, cidr, br string, auth []string, e
 	a := &agentProcess{t: t, dataDir: data, log: logf, args: append(append(args,
 		"--data-dir", filepath.Join(data, "d"), "--node-name", node, "--port", "0", "--pod-cidr", cidr, "--cluster-cidr", cidr,
 		"--bridge", br, "--containerd-proxy", "http://127.0.0.1:9", "--image-dir", imageDir,
-		"--resolv-conf", filepath.Join(dir, "resolv.conf"), "--cgroup-root", cgroupRoot,
+		"--resolv-conf", filepath.Join(dir, "resolv.conf"), "--cgroup-root", servertest.NodeCgroupRoot(node),
 		// Pods only: Service networking, DNS and NetworkPolicy are test/services-net's and test/netpol's
 		// (it would program the host's nftables and links outside this package's names).
 		"--services=false", "--dns=false", "--network-policy=false", "--node-routes=false", "--gateway=false",

@@ -15,7 +15,8 @@
 // Everything machine-wide is derived from the test process's pid and removed when Run
 // returns, pass or fail: sandboxes, both containerds, mounts, bridges, the network
 // namespace and veth, the agents' routes (internal/agent/routes.Cleanup), the nftables table (internal/agent/proxy.Cleanup) and the
-// host's ip_forward (restored), the agents' cgroup root (servertest.AgentCgroupRoot). Addresses (N is the process's
+// host's ip_forward (restored), the agents' cgroup roots (servertest.AgentCgroupRoot, node B's
+// servertest.NodeCgroupRoot under it). Addresses (N is the process's
 // test slot, internal/server/servertest/slot: unique on the machine while it runs):
 //
 //	cluster (pod) CIDR  10.236.(2N).0/23 — node IPAM gives each node one /24 of it

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -102,6 +104,8 @@ func Run(m *testing.M, o Options, c **Cluster) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "netharness:", err)
 		if cl != nil {
+			// CI keeps only the test's output: the logs' last lines say why.
+			cl.printLogTails(os.Stderr)
 			cl.keepLogs()
 		}
 		return 1
@@ -152,6 +156,7 @@ func start(o Options) (*Cluster, error) {
 			return c, err
 		}
 	}
+	started := time.Now()
 	c.Server, err = servertest.StartWith(filepath.Join(dir, "server"), c.serverLog, func(so *server.Options) {
 		if o.SecondNode {
 			so.BindAddress = "0.0.0.0"
@@ -190,6 +195,7 @@ func start(o Options) (*Cluster, error) {
 	if err != nil {
 		return c, err
 	}
+	fmt.Fprintf(os.Stderr, "netharness: node %s Ready %.1f s after the server started\n", c.A.Name, time.Since(started).Seconds())
 	c.A.PodCIDR, c.A.IP = na.Spec.PodCIDR, internalIP(na)
 	if o.SecondNode {
 		if err := c.startNodeB(ctx, cs); err != nil {
@@ -243,6 +249,24 @@ func (c *Cluster) logDir() string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("kube-netharness-%s-%d", c.opts.Name, os.Getpid()))
 }
 
+// printLogTails writes the last lines of the server's and node B's logs.
+func (c *Cluster) printLogTails(w io.Writer) {
+	for _, f := range []struct {
+		name  string
+		lines int
+	}{{"server.log", 40}, {"agent-b.log", 80}} {
+		b, err := os.ReadFile(filepath.Join(c.logDir(), f.name))
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		if len(lines) > f.lines {
+			lines = lines[len(lines)-f.lines:]
+		}
+		fmt.Fprintf(w, "--- last %d lines of %s\n%s\n", len(lines), f.name, strings.Join(lines, "\n"))
+	}
+}
+
 func (c *Cluster) keepLogs() {
 	c.keep = true
 	fmt.Fprintln(os.Stderr, "netharness: server and agent logs in", c.logDir())
@@ -285,6 +309,12 @@ func (c *Cluster) Nodes() []Node {
 }
 
 func waitNode(ctx context.Context, cs kubernetes.Interface, name string) (*corev1.Node, error) {
+	return waitNodeOf(ctx, cs, name, nil)
+}
+
+// waitNodeOf waits for the node to be Ready with a pod CIDR; it gives up early when exited
+// (its agent process's) is closed.
+func waitNodeOf(ctx context.Context, cs kubernetes.Interface, name string, exited <-chan struct{}) (*corev1.Node, error) {
 	var last error
 	for {
 		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -298,6 +328,8 @@ func waitNode(ctx context.Context, cs kubernetes.Interface, name string) (*corev
 		select {
 		case <-ctx.Done():
 			return nil, errors.Join(fmt.Errorf("node %s not Ready with a pod CIDR", name), last)
+		case <-exited:
+			return nil, errors.Join(fmt.Errorf("node %s: its agent exited before the node was Ready", name), last)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -80,6 +80,9 @@ type agentProcess struct {
 	cmd     *exec.Cmd
 	dataDir string
 	log     *os.File
+	// exited is closed when cmd has exited; err is then its Wait error.
+	exited chan struct{}
+	err    error
 }
 
 // buildKube finds the kube binary node B runs: servertest's (linked once per machine and
@@ -119,16 +122,25 @@ func (c *Cluster) startNodeB(ctx context.Context, cs kubernetes.Interface) error
 		// Memory only, as the in-process agent (server.InProcessEvictionHard): the kubelet's
 		// disk thresholds (imagefs.available<15%) evict every pod of a test on a machine whose
 		// shared disk is fuller than that.
-		"--eviction-hard", server.InProcessEvictionHard, "--cgroup-root", servertest.AgentCgroupRoot()}
+		"--eviction-hard", server.InProcessEvictionHard, "--cgroup-root", servertest.NodeCgroupRoot("b")}
 	c.agentB = &agentProcess{args: append(args, c.opts.AgentArgs...), dataDir: data, log: logf}
+	started := time.Now()
 	if err := c.agentB.start(); err != nil {
 		return err
 	}
-	nb, err := waitNode(ctx, cs, c.B.Name)
+	// Node B's own deadline, from its start: on a loaded machine node A may have used most
+	// of the harness's.
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	nb, err := waitNodeOf(ctx, cs, c.B.Name, c.agentB.exited)
 	if err != nil {
+		if c.agentB.hasExited() {
+			err = fmt.Errorf("%w (kube agent exited: %v)", err, c.agentB.err)
+		}
 		return err
 	}
 	c.B.PodCIDR = nb.Spec.PodCIDR
+	fmt.Fprintf(os.Stderr, "netharness: node %s Ready %.1f s after its agent started\n", c.B.Name, time.Since(started).Seconds())
 	// Each node's pods are routed to the other's by the agents themselves
 	// (internal/agent/routes); the harness adds no route.
 	return nil
@@ -166,7 +178,25 @@ func (c *Cluster) CleanupNodeB(ctx context.Context) (string, error) {
 func (a *agentProcess) start() error {
 	a.cmd = exec.Command(a.args[0], a.args[1:]...)
 	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
-	return a.cmd.Start()
+	if err := a.cmd.Start(); err != nil {
+		return err
+	}
+	exited, cmd := make(chan struct{}), a.cmd
+	a.exited = exited
+	go func() {
+		a.err = cmd.Wait()
+		close(exited)
+	}()
+	return nil
+}
+
+func (a *agentProcess) hasExited() bool {
+	select {
+	case <-a.exited:
+		return true
+	default:
+		return false
+	}
 }
 
 func (a *agentProcess) kill9() {
@@ -174,7 +204,7 @@ func (a *agentProcess) kill9() {
 		return
 	}
 	_ = a.cmd.Process.Kill()
-	_ = a.cmd.Wait()
+	<-a.exited
 	a.cmd = nil
 }
 

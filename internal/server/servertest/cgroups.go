@@ -3,6 +3,7 @@ package servertest
 import (
 	"fmt"
 	"os"
+	"path"
 
 	"kubeos.dev/kube/internal/agent/cgroups"
 )
@@ -13,6 +14,13 @@ import (
 // each would size the QoS cgroups for its own pods and could remove another's pod cgroups.
 // RemoveAgentCgroupRoot removes it once those agents have stopped.
 func AgentCgroupRoot() string { return fmt.Sprintf("/kube-test-%d", os.Getpid()) }
+
+// NodeCgroupRoot is the cgroup root of another node's agent started by this test process
+// (a `kube agent` process beside the in-process agent): under AgentCgroupRoot, so that
+// RemoveAgentCgroupRoot removes it too, but not AgentCgroupRoot itself. Two agents sharing
+// one kubepods hierarchy each size its QoS cgroups for their own pods only and take the
+// other's pod cgroups for orphans of their own.
+func NodeCgroupRoot(node string) string { return path.Join(AgentCgroupRoot(), node) }
 
 // RemoveAgentCgroupRoot removes AgentCgroupRoot's hierarchy (cgroups still holding
 // processes stay, and are named in the error).
