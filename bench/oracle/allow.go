@@ -20,8 +20,16 @@ type allowance struct {
 var allowList = []allowance{
 	{section: "checkpoint", match: regexp.MustCompile(`^Pod .* metadata\.labels\.topology\.kubernetes\.io/zone: kube=<absent> peer=(<zone>|zone-\d+)$`), gap: true,
 		why: "kube-apiserver 1.35+ copies the Node's topology labels to a pod at binding (PodTopologyLabelsAdmission, beta, on by default); Kube's pods/binding does not"},
-	{scenario: "job", section: "checkpoint", match: regexp.MustCompile(`^Job batch metadata\.labels\.(batch\.kubernetes\.io/)?(controller-uid|job-name): kube=<absent> peer=`), gap: true,
+	{section: "checkpoint", match: regexp.MustCompile(`^Job \S+ metadata\.labels\.(batch\.kubernetes\.io/)?(controller-uid|job-name): kube=<absent> peer=`), gap: true,
 		why: "kube-apiserver's Job defaulting gives a Job without labels its template's labels as the same map, which the strategy's generated selector labels then also land in (pkg/apis/batch/v1 SetDefaults_Job + pkg/registry/batch/job generateSelector); Kube's copy does not alias"},
+	{scenario: "endpointslice", section: "checkpoint", match: regexp.MustCompile(`^EndpointSlice \S+ metadata\.generation: `),
+		why: "how many writes a slice took depends on how the controller's syncs fell against the pods' status updates (upstream batches and coalesces them by timing)"},
+	{scenario: "endpointslice", section: "checkpoint gone", match: regexp.MustCompile(`^EndpointSlice \S+ metadata\.annotations\.endpoints\.kubernetes\.io/last-change-trigger-time: kube=(<absent>|<time>) peer=(<absent>|<time>)$`),
+		why: "the slice keeps the trigger time of the sync that dropped the stopped pod: set when the controller saw the pod's last status (not ready) before its deletion, absent when it saw only the deletion (upstream's TriggerTimeTracker has no time for a pod that is gone) — which one is timing"},
+	{scenario: "nodelifecycle", section: "path", match: regexp.MustCompile(`^pods\n`),
+		why: "the taint-eviction controller deletes each pod when its own toleration runs out, and the ReplicaSet replaces each as it sees it go: how the two deletions and two creations interleave is timing (the counts are compared at the checkpoints)"},
+	{section: "checkpoint", match: regexp.MustCompile(`^Pod .* status\.conditions\[PodScheduled\]\.observedGeneration: kube=\d+ peer=<absent>$`), gap: true,
+		why: "kube-apiserver's pods/binding replaces a PodScheduled=False condition (which kube-scheduler wrote with observedGeneration) by a new True one without observedGeneration (podutil.UpdatePodCondition); Kube's binding (internal/registry/workload/binding.go setCondition) keeps the old condition's observedGeneration"},
 }
 
 // allowed is the allowance d is on, or nil.

@@ -133,7 +133,7 @@ func (n *normalizer) walk(path string, v any, out *[]string) {
 	if dropped[path] {
 		return
 	}
-	if !n.keepNodes && strings.HasSuffix(path, "labels.topology.kubernetes.io/zone") {
+	if !n.keepNodes && (lastKey(path) == "topology.kubernetes.io/zone" || lastKey(path) == "zone") {
 		*out = append(*out, path+"=<zone>") // the zone of the node a scheduler chose
 		return
 	}
@@ -157,7 +157,7 @@ func (n *normalizer) walk(path string, v any, out *[]string) {
 		}
 	case []any:
 		items := x
-		if strings.HasSuffix(path, ".endpoints") || strings.HasSuffix(path, "addresses") || strings.HasSuffix(path, "Addresses") {
+		if k := lastKey(path); k == "endpoints" || k == "addresses" || k == "notReadyAddresses" {
 			// Order of endpoints follows pods' interchangeable names: compare as a set.
 			items = slices.Clone(x)
 			slices.SortFunc(items, func(a, b any) int { return cmp.Compare(n.flat(a), n.flat(b)) })
@@ -174,6 +174,18 @@ func (n *normalizer) walk(path string, v any, out *[]string) {
 		b, _ := json.Marshal(x)
 		*out = append(*out, path+"="+string(b))
 	}
+}
+
+// lastKey is the last key of a path ("a.b[x].c" → "c"; a label key's dots included when
+// the path ends in labels.<key>).
+func lastKey(path string) string {
+	if i := strings.LastIndex(path, "labels."); i >= 0 {
+		return path[i+len("labels."):]
+	}
+	if i := strings.LastIndexAny(path, ".]"); i >= 0 {
+		return path[i+1:]
+	}
+	return path
 }
 
 // listKey names a list item by its type or name where it has one (conditions, containers,

@@ -26,8 +26,13 @@ func scenarios() []*scenario {
 		{name: "statefulset", kinds: []kind{kSTS, kCR, kPod, kService}, run: scStatefulSet},
 		{name: "daemonset", kinds: []kind{kDS, kCR, kPod}, keepNodes: true, run: scDaemonSet},
 		{name: "job", kinds: []kind{kJob, kPod}, run: scJob},
+		{name: "cronjob", kinds: []kind{kCronJob, kJob, kPod}, run: scCronJob},
+		{name: "endpointslice", kinds: []kind{kService, kSlice, kEndpoints, kPod}, run: scEndpointSlice},
+		{name: "pdb", kinds: []kind{kPDB, kDeploy, kPod}, run: scPDB},
 		{name: "serviceaccount", kinds: []kind{kSA, kConfigMap}, run: scServiceAccount},
 		{name: "resourcequota", kinds: []kind{kQuota, kConfigMap, kPod}, run: scResourceQuota},
+		// Last: it takes a node away for a while.
+		{name: "nodelifecycle", kinds: []kind{kDeploy, kPod}, keepNodes: true, nodes: []string{"sim-3"}, run: scNodeLifecycle},
 	}
 }
 
