@@ -194,7 +194,9 @@ func (s *side) connect(ctx context.Context, kubeBin string) error {
 		}
 		ready := 0
 		for _, n := range nl.Items {
-			if nodeReady(&n) && n.Spec.PodCIDR != "" {
+			// Ready, with a pod range, and without the not-ready taint the node lifecycle
+			// controller gives a new Node (scenarios start on schedulable nodes).
+			if nodeReady(&n) && n.Spec.PodCIDR != "" && len(n.Spec.Taints) == 0 {
 				ready++
 			}
 		}
