@@ -11,7 +11,9 @@ package server
 //
 //   - etcd-0: the etcd check of /healthz (a count-only read through the server's etcd
 //     client, the embedded member or --etcd-servers), "ok" or its error. Like upstream's,
-//     one entry for the storage backend however many endpoints it has.
+//     one entry for the storage backend however many endpoints it has; etcd-1, etcd-2, …
+//     are the clusters of --etcd-servers-overrides in their order (/healthz's
+//     etcd-override-0, -1, …), as upstream lists one entry per storage configuration.
 //   - scheduler: Healthy when kube-system/kube-scheduler is held and renewed within its
 //     duration — by the scheduler of any Kube server, or by an external kube-scheduler,
 //     which takes the same Lease. With --scheduler=false and no live Lease (an external
@@ -31,6 +33,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -52,14 +55,11 @@ import (
 	"kubeos.dev/kube/internal/registry"
 )
 
-// The ComponentStatus names, in the order they are listed.
+// The ComponentStatus names, listed in this order, then etcd-0, etcd-1, ….
 const (
 	csScheduler         = "scheduler"
 	csControllerManager = "controller-manager"
-	csEtcd              = "etcd-0"
 )
-
-var componentNames = []string{csScheduler, csControllerManager, csEtcd}
 
 // Leases of the external components, as kube-scheduler and kube-controller-manager name
 // them.
@@ -88,14 +88,7 @@ func (s *Server) wireComponentStatus() {
 			}
 			return out, nil
 		},
-		etcd: func(ctx context.Context) error {
-			for _, c := range (&health{client: s.client}).checks(false) {
-				if c.name == "etcd" {
-					return c.run(ctx)
-				}
-			}
-			return nil
-		},
+		etcd: etcdChecks(&health{client: s.client, overrides: s.Store.Clusters()[1:]}),
 		probe: func(port int) (probe.Result, string, error) {
 			// Upstream's probe, as kube-apiserver configures it.
 			hs := &componentstatus.HttpServer{EnableHTTPS: true, TLSConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // upstream's: the components serve self-signed certificates
@@ -106,6 +99,17 @@ func (s *Server) wireComponentStatus() {
 		controllersExternal: s.opts.DisableWorkloadControllers,
 		controllerLeases:    s.controllerLeases(),
 	}
+}
+
+// etcdChecks are h's etcd checks: the main cluster's, then each override cluster's.
+func etcdChecks(h *health) []func(context.Context) error {
+	var out []func(context.Context) error
+	for _, c := range h.checks(false) {
+		if c.name == "etcd" || strings.HasPrefix(c.name, "etcd-override-") {
+			out = append(out, c.run)
+		}
+	}
+	return out
 }
 
 // controllerLeases are the Leases of the controller groups that stand for
@@ -132,8 +136,8 @@ type componentStatuses struct {
 	now func() time.Time
 	// leases lists the Leases of kube-system by name.
 	leases func(ctx context.Context) (map[string]*coordinationv1.Lease, error)
-	// etcd is the etcd health check.
-	etcd func(ctx context.Context) error
+	// etcd are the etcd health checks: etcd-0 (the main cluster), etcd-1, … (overrides).
+	etcd []func(ctx context.Context) error
 	// probe is upstream's probe of a component's /healthz on 127.0.0.1:port.
 	probe func(port int) (probe.Result, string, error)
 	// schedulerExternal and controllersExternal say an external kube-scheduler or
@@ -148,7 +152,7 @@ var _ registry.ComputedReader = (*componentStatuses)(nil)
 
 // Get implements registry.ComputedReader.
 func (cs *componentStatuses) Get(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-	if !slices.Contains(componentNames, name) {
+	if !slices.Contains(cs.names(), name) {
 		// Upstream names the resource in the singular here.
 		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "componentstatus"}, name)
 	}
@@ -161,7 +165,16 @@ func (cs *componentStatuses) Get(ctx context.Context, name string) (*unstructure
 
 // List implements registry.ComputedReader.
 func (cs *componentStatuses) List(ctx context.Context) ([]*unstructured.Unstructured, error) {
-	return cs.compute(ctx, componentNames)
+	return cs.compute(ctx, cs.names())
+}
+
+// names are the ComponentStatus names, in the order they are listed.
+func (cs *componentStatuses) names() []string {
+	out := []string{csScheduler, csControllerManager}
+	for i := range cs.etcd {
+		out = append(out, fmt.Sprintf("etcd-%d", i))
+	}
+	return out
 }
 
 // compute checks the named components at once (a probe may take upstream's 20 seconds).
@@ -178,8 +191,10 @@ func (cs *componentStatuses) compute(ctx context.Context, names []string) ([]*un
 	for i, name := range names {
 		wg.Go(func() {
 			switch {
-			case name == csEtcd:
-				conds[i] = etcdCondition(cs.etcd(ctx))
+			case strings.HasPrefix(name, "etcd-"):
+				// names() made the name, so its index is in range.
+				k, _ := strconv.Atoi(strings.TrimPrefix(name, "etcd-"))
+				conds[i] = etcdCondition(cs.etcd[k](ctx))
 			case leaseErr != nil:
 				conds[i] = corev1.ComponentCondition{Type: corev1.ComponentHealthy, Status: corev1.ConditionUnknown,
 					Error: fmt.Sprintf("reading the Leases of %s: %v", leader.Namespace, leaseErr)}

@@ -72,7 +72,7 @@ func TestComponentStatusConditions(t *testing.T) {
 			probed = 0
 			c := &componentStatuses{now: func() time.Time { return now },
 				leases:            func(context.Context) (map[string]*coordinationv1.Lease, error) { return tc.leases, nil },
-				etcd:              func(context.Context) error { return nil },
+				etcd:              []func(context.Context) error{func(context.Context) error { return nil }},
 				probe:             tc.probe,
 				schedulerExternal: tc.external, controllersExternal: tc.external,
 				controllerLeases: []string{"kube-a", "kube-b"},
@@ -110,14 +110,21 @@ func TestComponentStatusConditions(t *testing.T) {
 		})
 	}
 
-	c := &componentStatuses{now: time.Now, etcd: func(context.Context) error { return errors.New("etcdserver: request timed out") },
+	c := &componentStatuses{now: time.Now, etcd: []func(context.Context) error{
+		func(context.Context) error { return nil },
+		func(context.Context) error { return errors.New("etcdserver: request timed out") },
+	},
 		leases: func(context.Context) (map[string]*coordinationv1.Lease, error) { return nil, errors.New("boom") }}
-	o, err := c.Get(context.Background(), "etcd-0")
+	// An override cluster is etcd-1; there is no etcd-2.
+	o, err := c.Get(context.Background(), "etcd-1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if conds, _, _ := unstructuredConditions(o.Object); conds != "False/etcdserver: request timed out" {
 		t.Errorf("etcd down: %s", conds)
+	}
+	if _, err := c.Get(context.Background(), "etcd-2"); !apierrors.IsNotFound(err) {
+		t.Errorf("get etcd-2: %v", err)
 	}
 	o, err = c.Get(context.Background(), "scheduler")
 	if err != nil {

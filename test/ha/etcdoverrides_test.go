@@ -170,6 +170,13 @@ func TestEtcdServersOverrides(t *testing.T) {
 	if got := run("", "get", "--raw", "/healthz?verbose"); !strings.Contains(got, "[+]etcd-override-0 ok") {
 		t.Fatalf("/healthz?verbose does not pass etcd-override-0:\n%s", got)
 	}
+	// And a ComponentStatus of its own, etcd-1, as upstream lists one per storage configuration.
+	if got := run("", "get", "componentstatuses", "-o", "jsonpath={.items[*].metadata.name}"); got != "scheduler controller-manager etcd-0 etcd-1" {
+		t.Fatalf("kubectl get componentstatuses: %q", got)
+	}
+	if got := run("", "get", "componentstatuses", "etcd-1", "-o", "jsonpath={.conditions[0].type}={.conditions[0].status}"); got != "Healthy=True" {
+		t.Fatalf("kubectl get componentstatuses etcd-1: %q", got)
+	}
 	run("", "delete", "event", "ev1", "-n", ns)
 	if got := keys(events, eventPrefix); !slices.Equal(got, []string{"ev2", "ev3", "ev4"}) {
 		t.Fatalf("events in the events cluster after a delete: %v", got)
