@@ -35,6 +35,11 @@ type WebhookOptions struct {
 	// ClientCert, when set, is presented to every webhook (mutual TLS,
 	// --admission-client-cert/--admission-client-key).
 	ClientCert *tls.Certificate
+	// ResolveService turns a webhook's clientConfig.service (namespace, name, Service
+	// port) into the address to call, as kube-apiserver's service resolver (Kube routes to
+	// a ready endpoint, as kube-apiserver with --enable-aggregator-routing). nil: webhooks
+	// that name a service fail their calls with an error that says so.
+	ResolveService func(namespace, name string, port int32) (*url.URL, error)
 }
 
 // webhook is what a mutating and a validating webhook share.
@@ -133,12 +138,12 @@ type Webhooks struct {
 	o WebhookOptions
 
 	mu      sync.Mutex
-	clients map[[32]byte]*http.Client
+	clients map[clientKey]*http.Client
 }
 
 // NewWebhooks returns the webhook plugins.
 func NewWebhooks(o WebhookOptions) *Webhooks {
-	return &Webhooks{o: o, clients: map[[32]byte]*http.Client{}}
+	return &Webhooks{o: o, clients: map[clientKey]*http.Client{}}
 }
 
 var (
@@ -370,11 +375,11 @@ func (h *webhook) dryRunRefusal(a *Attributes) error {
 
 // call sends an AdmissionReview v1 and checks the answer.
 func (w *Webhooks) call(ctx context.Context, h webhook, a *Attributes) (*admissionv1.AdmissionResponse, error) {
-	u, err := webhookURL(h.clientConfig)
+	u, serverName, err := w.webhookURL(h.clientConfig)
 	if err != nil {
 		return nil, err
 	}
-	client, err := w.client(h.clientConfig.CABundle)
+	client, err := w.client(h.clientConfig.CABundle, serverName)
 	if err != nil {
 		return nil, err
 	}
@@ -422,31 +427,55 @@ func (w *Webhooks) call(ctx context.Context, h webhook, a *Attributes) (*admissi
 	return out.Response, nil
 }
 
-// webhookURL: service references need cluster DNS and Services, which Kube does not have.
-func webhookURL(cc admissionregistrationv1.WebhookClientConfig) (string, error) {
-	if cc.Service != nil {
-		return "", fmt.Errorf("clientConfig.service (%s/%s) cannot be resolved by Kube: use clientConfig.url", cc.Service.Namespace, cc.Service.Name)
+// webhookURL is the address a webhook is called at and, for a service reference, the TLS
+// server name its certificate must carry (<service>.<namespace>.svc, as upstream checks it).
+// A service is resolved on every call, so a webhook follows its endpoints.
+func (w *Webhooks) webhookURL(cc admissionregistrationv1.WebhookClientConfig) (string, string, error) {
+	if s := cc.Service; s != nil {
+		if w.o.ResolveService == nil {
+			return "", "", fmt.Errorf("clientConfig.service (%s/%s) cannot be resolved by this server: use clientConfig.url", s.Namespace, s.Name)
+		}
+		port := int32(443)
+		if s.Port != nil {
+			port = *s.Port
+		}
+		u, err := w.o.ResolveService(s.Namespace, s.Name, port)
+		if err != nil {
+			// %v, not %w: the resolver's NotFound or ServiceUnavailable is not the request's status
+			return "", "", fmt.Errorf("failed to call webhook: service %s/%s:%d: %v", s.Namespace, s.Name, port, err)
+		}
+		if s.Path != nil {
+			u = u.JoinPath(*s.Path)
+		}
+		return u.String(), s.Name + "." + s.Namespace + ".svc", nil
 	}
 	if cc.URL == nil {
-		return "", errors.New("clientConfig has neither url nor service")
+		return "", "", errors.New("clientConfig has neither url nor service")
 	}
 	u, err := url.Parse(*cc.URL)
 	if err != nil || u.Scheme != "https" {
-		return "", fmt.Errorf("clientConfig.url %q must be an https URL", *cc.URL)
+		return "", "", fmt.Errorf("clientConfig.url %q must be an https URL", *cc.URL)
 	}
-	return *cc.URL, nil
+	return *cc.URL, "", nil
 }
 
-// client returns the HTTP client that trusts caBundle (the system roots when empty) and
-// presents the admission client certificate.
-func (w *Webhooks) client(caBundle []byte) (*http.Client, error) {
-	key := sha256.Sum256(caBundle)
+// clientKey names a cached HTTP client: the CA bundle it trusts and the server name it
+// verifies ("" for a URL webhook: the URL's host).
+type clientKey struct {
+	ca         [32]byte
+	serverName string
+}
+
+// client returns the HTTP client that trusts caBundle (the system roots when empty),
+// verifies serverName when set and presents the admission client certificate.
+func (w *Webhooks) client(caBundle []byte, serverName string) (*http.Client, error) {
+	key := clientKey{sha256.Sum256(caBundle), serverName}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if c, ok := w.clients[key]; ok {
 		return c, nil
 	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
 	if len(caBundle) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(caBundle) {

@@ -16,9 +16,11 @@ import (
 
 // Options configure compiled CRDs.
 type Options struct {
-	// ResolveService turns a conversion webhook's service reference into a URL. nil: CRDs
-	// whose webhook names a service fail conversions with an error that says to use
-	// clientConfig.url, as Kube runs no cluster network that could reach a Service.
+	// ResolveService turns a conversion webhook's service reference (namespace, name,
+	// Service port) into the URL of a ready endpoint; it is asked on every conversion, and
+	// the endpoint's certificate must name <service>.<namespace>.svc. nil: CRDs whose
+	// webhook names a service fail conversions with an error that says to use
+	// clientConfig.url.
 	ResolveService func(namespace, name string, port int32) (*url.URL, error)
 }
 

@@ -75,9 +75,13 @@ type webhookConverter struct {
 
 	once   sync.Once
 	client *http.Client
-	url    string
-	review string // ConversionReview version
-	err    error
+	url    string // a clientConfig.url
+	// service, when the webhook is a Service, is resolved on every call; serverName is the
+	// name its certificate must carry.
+	service    *apiextensionsv1.ServiceReference
+	serverName string
+	review     string // ConversionReview version
+	err        error
 }
 
 // webhookTimeout bounds one conversion call, as kube-apiserver's 30 s default.
@@ -97,33 +101,23 @@ func (w *webhookConverter) setup() {
 	switch {
 	case cc.URL != nil:
 		w.url = *cc.URL
+		if _, err := url.Parse(w.url); err != nil {
+			w.err = fmt.Errorf("conversion webhook url: %w", err)
+			return
+		}
 	case cc.Service != nil:
 		if w.opts.ResolveService == nil {
-			w.err = fmt.Errorf("the conversion webhook is the service %s/%s, which Kube cannot reach (it runs no cluster network): set spec.conversion.webhook.clientConfig.url instead", cc.Service.Namespace, cc.Service.Name)
+			w.err = fmt.Errorf("the conversion webhook is the service %s/%s, which this server cannot resolve: set spec.conversion.webhook.clientConfig.url instead", cc.Service.Namespace, cc.Service.Name)
 			return
 		}
-		port := int32(443)
-		if cc.Service.Port != nil {
-			port = *cc.Service.Port
-		}
-		u, err := w.opts.ResolveService(cc.Service.Namespace, cc.Service.Name, port)
-		if err != nil {
-			w.err = fmt.Errorf("resolving the conversion webhook service %s/%s:%s: %w", cc.Service.Namespace, cc.Service.Name, strconv.Itoa(int(port)), err)
-			return
-		}
-		if cc.Service.Path != nil {
-			u = u.JoinPath(*cc.Service.Path)
-		}
-		w.url = u.String()
+		// resolved on every call (endpoint), verified as <service>.<namespace>.svc
+		w.service = cc.Service
+		w.serverName = cc.Service.Name + "." + cc.Service.Namespace + ".svc"
 	default:
 		w.err = errors.New("spec.conversion.webhook.clientConfig has neither url nor service")
 		return
 	}
-	if _, err := url.Parse(w.url); err != nil {
-		w.err = fmt.Errorf("conversion webhook url: %w", err)
-		return
-	}
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: w.serverName}
 	if len(cc.CABundle) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(cc.CABundle) {
@@ -170,6 +164,26 @@ func (w *webhookConverter) convert(ctx context.Context, objs []*unstructured.Uns
 	return out, nil
 }
 
+// location is the URL to post to: clientConfig.url, or a ready endpoint of the Service.
+func (w *webhookConverter) location() (string, error) {
+	if w.service == nil {
+		return w.url, nil
+	}
+	ref := w.service
+	port := int32(443)
+	if ref.Port != nil {
+		port = *ref.Port
+	}
+	u, err := w.opts.ResolveService(ref.Namespace, ref.Name, port)
+	if err != nil {
+		return "", fmt.Errorf("resolving the service %s/%s:%s: %v", ref.Namespace, ref.Name, strconv.Itoa(int(port)), err)
+	}
+	if ref.Path != nil {
+		u = u.JoinPath(*ref.Path)
+	}
+	return u.String(), nil
+}
+
 // call posts a ConversionReview of objects and returns the converted objects, one per object
 // sent.
 func (w *webhookConverter) call(ctx context.Context, apiVersion string, objects []runtime.RawExtension) ([]*unstructured.Unstructured, error) {
@@ -178,7 +192,11 @@ func (w *webhookConverter) call(ctx context.Context, apiVersion string, objects 
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	u, err := w.location()
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

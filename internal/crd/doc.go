@@ -18,10 +18,10 @@
 //
 // Conversion between versions runs in Kind.FromStorage and Kind.ToStorage: strategy None
 // rewrites apiVersion; strategy Webhook sends a ConversionReview over TLS to
-// clientConfig.url (service references need Options.ResolveService, as Kube runs no
-// cluster network), in the first of conversionReviewVersions Kube speaks (v1, v1beta1). A
-// webhook may change labels and annotations (they must be valid) and nothing else of
-// metadata. Every converted object is then pruned with the schema of the version it was
+// clientConfig.url or to a ready endpoint of clientConfig.service (Options.ResolveService,
+// the server's endpoint routing), in the first of conversionReviewVersions Kube speaks
+// (v1, v1beta1). A webhook may change labels and annotations (they must be valid) and
+// nothing else of metadata. Every converted object is then pruned with the schema of the version it was
 // converted to, as upstream: the storage version's on writes, the request's on reads.
 //
 // A deprecated version's Kind carries its deprecation warning (Kind.DeprecationWarning),

@@ -21,6 +21,7 @@ import (
 
 	crdcontroller "kubeos.dev/kube/internal/controllers/crd"
 	"kubeos.dev/kube/internal/controllers/leader"
+	"kubeos.dev/kube/internal/crd"
 	"kubeos.dev/kube/internal/pki"
 )
 
@@ -248,7 +249,8 @@ func (s *Server) startCRDController(ctx context.Context, wg *sync.WaitGroup) err
 	// kube-system/kube-crd-controller Lease.
 	var leading atomic.Bool
 	log := s.opts.Log.With("controller", "crd")
-	cc, err := crdcontroller.New(crdcontroller.Options{Config: cfg, Registry: s.Registry, Caches: s.caches, Log: log, Leading: leading.Load})
+	cc, err := crdcontroller.New(crdcontroller.Options{Config: cfg, Registry: s.Registry, Caches: s.caches, Log: log, Leading: leading.Load,
+		Compile: crd.Options{ResolveService: s.aggregator.ResolveService}})
 	if err != nil {
 		return err
 	}

@@ -101,7 +101,7 @@ func (s *Server) newSecurity() (*security, error) {
 	if sec.source, err = admission.NewInformerSource(cfg); err != nil {
 		return nil, err
 	}
-	webhooks := admission.NewWebhooks(admission.WebhookOptions{Source: sec.source, ClientCert: cert})
+	webhooks := admission.NewWebhooks(admission.WebhookOptions{Source: sec.source, ClientCert: cert, ResolveService: s.aggregator.ResolveService})
 	policies, err := admission.NewPolicies(admission.PolicyOptions{Source: sec.source, Params: paramGetter{s}})
 	if err != nil {
 		return nil, err

@@ -32,6 +32,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/capabilities"
 
+	"kubeos.dev/kube/internal/apiserver/aggregator"
 	"kubeos.dev/kube/internal/apiserver/discovery"
 	"kubeos.dev/kube/internal/apiserver/filters"
 	"kubeos.dev/kube/internal/apiserver/openapi"
@@ -82,6 +83,8 @@ type Server struct {
 	readyOnce sync.Once
 	// auth is authentication and authorization (auth.go).
 	auth *authState
+	// aggregator is the API aggregation layer; it also resolves webhook Services.
+	aggregator *aggregator.Aggregator
 	// caches is the watch cache set of the running server (controllers stop the cache of a
 	// deleted resource).
 	caches *watchcache.Set
@@ -228,6 +231,13 @@ func (s *Server) Run(ctx context.Context) error {
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := filters.NewMetrics(s.metrics)
 
+	// The aggregator also resolves the Services that webhooks name (admission and CRD
+	// conversion), to a ready endpoint as its APIServices.
+	agg, err := s.newAggregator()
+	if err != nil {
+		return err
+	}
+	s.aggregator = agg
 	sec, err := s.newSecurity()
 	if err != nil {
 		return err
@@ -285,10 +295,6 @@ func (s *Server) Run(ctx context.Context) error {
 		Admission: s.auth.admission(sec.admission),
 	})
 	disc := discovery.New(s.Registry)
-	agg, err := s.newAggregator()
-	if err != nil {
-		return err
-	}
 	disc.SetRemote(opsDiscovery{agg}) // the ops API (ops.go) is listed after the extension servers' groups
 	oapi := openapi.New(s.Registry)
 	oapi.SetRemote(agg) // the extension servers' documents, merged

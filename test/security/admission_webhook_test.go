@@ -365,14 +365,15 @@ func TestCABundleMismatch(t *testing.T) {
 	}
 }
 
-// TestBadWebhookConfigurations: configurations Kube cannot call are refused at the request.
+// TestBadWebhookConfigurations: configurations Kube cannot call are refused at the request
+// (a webhook Service that does not exist; TestWebhookService has one that does).
 func TestBadWebhookConfigurations(t *testing.T) {
 	admissionSuite.Need(t)
 	testNamespace(t, "wh-bad")
 	hook := validatingHook("svc.kube.test", "https://127.0.0.1:1/x", nil, "wh-bad", admissionregistrationv1.Fail, 5)
 	hook.ClientConfig = admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: "default", Name: "hook"}}
 	createValidating(t, "svc-ref", hook)
-	refusedWith(t, "wh-bad", "", `clientConfig.service (default/hook) cannot be resolved by Kube`)
+	refusedWith(t, "wh-bad", "", `Internal error occurred: failed calling webhook "svc.kube.test": failed to call webhook: service default/hook:443: service "hook" not found`)
 	// Invalid configurations are refused by validation.
 	_, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "nodots"}}}, metav1.CreateOptions{})

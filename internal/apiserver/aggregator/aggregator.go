@@ -310,6 +310,19 @@ func (a *Aggregator) resolve(s *apiregistrationv1.APIService) (*url.URL, error) 
 	return utilproxy.ResolveEndpoint(a.services, a.slices, ref.Namespace, ref.Name, port)
 }
 
+// errNotSynced: the Service and EndpointSlice informers have not synced yet.
+var errNotSynced = errors.New("the service resolver has not synced yet")
+
+// ResolveService returns the https URL of a ready endpoint of the Service's port (the
+// Service port, as named by a webhook's clientConfig.service), the way APIServices are
+// reached (kube-apiserver's endpoint routing): for admission and CRD conversion webhooks.
+func (a *Aggregator) ResolveService(namespace, name string, port int32) (*url.URL, error) {
+	if !a.synced.Load() {
+		return nil, errNotSynced
+	}
+	return utilproxy.ResolveEndpoint(a.services, a.slices, namespace, name, port)
+}
+
 // transportFor is the TLS transport to an APIService's server.
 func (a *Aggregator) transportFor(s *apiregistrationv1.APIService) (*http.Transport, error) {
 	cfg := &tls.Config{Certificates: []tls.Certificate{a.cert}, MinVersion: tls.VersionTLS12,
