@@ -38,6 +38,21 @@ func newNames(objs []*unstructured.Unstructured) *names {
 		count[owner]++
 		n.canon[o.GetName()] = fmt.Sprintf("%s-#%d", owner, count[owner])
 	}
+	// A ReplicaSet made by `kubectl rollout restart` has a pod-template-hash of a template
+	// that holds the time of the restart.
+	for _, o := range objs {
+		if o.GetKind() != "ReplicaSet" {
+			continue
+		}
+		if _, ok, _ := unstructured.NestedString(o.Object, "spec", "template", "metadata", "annotations", "kubectl.kubernetes.io/restartedAt"); !ok {
+			continue
+		}
+		hash := o.GetLabels()["pod-template-hash"]
+		if hash != "" && strings.HasSuffix(o.GetName(), "-"+hash) {
+			n.canon[o.GetName()] = strings.TrimSuffix(o.GetName(), hash) + "<restarted>"
+			n.canon[hash] = "<restarted>"
+		}
+	}
 	n.build()
 	gen := map[string]string{}
 	for _, o := range objs {

@@ -38,7 +38,9 @@ var (
 	kSA         = kind{"ServiceAccount", schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, true}
 	kQuota      = kind{"ResourceQuota", schema.GroupVersionResource{Version: "v1", Resource: "resourcequotas"}, true}
 	kNode       = kind{"Node", schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, false}
-	kNamespaces = kind{"Namespace", schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, false}
+	kPV         = kind{"PersistentVolume", schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}, false}
+	kPVC        = kind{"PersistentVolumeClaim", schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, true}
+	kHPA        = kind{"HorizontalPodAutoscaler", schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}, true}
 )
 
 // rec is one watch event as the client saw it.

@@ -17,9 +17,24 @@ type scenario struct {
 	name      string
 	kinds     []kind // watched and listed at each checkpoint (Events are always watched)
 	keepNodes bool   // node names are part of what is compared
-	// nodes: the scenario watches these Nodes (cluster-scoped) and compares them
+	// nodes: the scenario watches these Nodes and compares them
 	nodes []string
+	// cluster: cluster-scoped kinds among kinds are kept only under these names
+	cluster []string
 	run   func(ctx context.Context, e *env) error
+}
+
+// keeps says whether an object of kind k named name is the scenario's: every namespaced
+// one (the namespace is the scenario's), Nodes in nodes, other cluster-scoped ones in
+// cluster.
+func (sc *scenario) keeps(k, name string) bool {
+	switch k {
+	case "Node":
+		return contains(sc.nodes, name)
+	case "PersistentVolume":
+		return contains(sc.cluster, name)
+	}
+	return true
 }
 
 // checkpoint is what a client lists at one named point of a scenario.
@@ -78,17 +93,7 @@ func (e *env) setup(ctx, rctx context.Context) error {
 	if len(e.sc.nodes) > 0 {
 		kinds = append(kinds, kNode)
 	}
-	keep := func(k string, o *unstructured.Unstructured) bool {
-		if k != "Node" {
-			return true
-		}
-		for _, n := range e.sc.nodes {
-			if o.GetName() == n {
-				return true
-			}
-		}
-		return false
-	}
+	keep := func(k string, o *unstructured.Unstructured) bool { return e.sc.keeps(k, o.GetName()) }
 	var err error
 	if e.rec, err = record(rctx, e.s, e.ns, kinds, keep); err != nil {
 		return err
@@ -129,7 +134,7 @@ func (e *env) checkpoint(ctx context.Context, name string) error {
 		}
 		for i := range l.Items {
 			o := &l.Items[i]
-			if k.name == "Node" && !contains(e.sc.nodes, o.GetName()) {
+			if !e.sc.keeps(k.name, o.GetName()) {
 				continue
 			}
 			o.SetKind(k.name)

@@ -22,6 +22,8 @@ var peerBinDir string
 func scenarios() []*scenario {
 	return []*scenario{
 		{name: "deployment", kinds: []kind{kDeploy, kRS, kPod}, run: scDeployment},
+		{name: "rollout", kinds: []kind{kDeploy, kRS, kPod}, run: scRollout},
+		{name: "recreate", kinds: []kind{kDeploy, kRS, kPod}, run: scRecreate},
 		{name: "replicaset", kinds: []kind{kRS, kPod}, run: scReplicaSet},
 		{name: "statefulset", kinds: []kind{kSTS, kCR, kPod, kService}, run: scStatefulSet},
 		{name: "daemonset", kinds: []kind{kDS, kCR, kPod}, keepNodes: true, run: scDaemonSet},
@@ -29,6 +31,10 @@ func scenarios() []*scenario {
 		{name: "cronjob", kinds: []kind{kCronJob, kJob, kPod}, run: scCronJob},
 		{name: "endpointslice", kinds: []kind{kService, kSlice, kEndpoints, kPod}, run: scEndpointSlice},
 		{name: "pdb", kinds: []kind{kPDB, kDeploy, kPod}, run: scPDB},
+		{name: "hpa", kinds: []kind{kHPA, kDeploy, kRS, kPod}, run: scHPA},
+		{name: "pvbinding", kinds: []kind{kPVC, kPV}, cluster: []string{"o-pv-large", "o-pv-small"}, run: scPVBinding},
+		{name: "ttlafterfinished", kinds: []kind{kJob, kPod}, run: scTTL},
+		{name: "garbagecollector", kinds: []kind{kConfigMap, kDeploy, kRS, kPod}, run: scGC},
 		{name: "serviceaccount", kinds: []kind{kSA, kConfigMap}, run: scServiceAccount},
 		{name: "resourcequota", kinds: []kind{kQuota, kConfigMap, kPod}, run: scResourceQuota},
 		// Last: it takes a node away for a while.
