@@ -31,7 +31,10 @@ func run() int {
 	list := flag.Bool("list", false, "list the scenarios and exit")
 	timeout := flag.Duration("timeout", 40*time.Minute, "give up after this long")
 	verbose := flag.Bool("v", false, "print each side's paths, events and calls")
+	self := flag.Bool("self", false, "compare the peer with a second peer instead of Kube (the oracle's own check: what differs there is upstream's nondeterminism or the oracle's; \"kube\" in the output is the second peer)")
+	kcmArgs := flag.String("kcm-args", "", "more kube-controller-manager flags, space-separated (e.g. --v=4)")
 	flag.Parse()
+	kcmExtraArgs = strings.Fields(*kcmArgs)
 	klog.SetOutput(io.Discard)
 	klog.LogToStderr(false)
 	peerBinDir = *peerBin
@@ -92,6 +95,10 @@ func run() int {
 		defer wg.Done()
 		d := filepath.Join(*dir, "kube")
 		_ = os.MkdirAll(d, 0o755)
+		if *self {
+			kube, kerr = startPeer(ctx, *peerBin, *script, *kubeBin, *schedBin, d)
+			return
+		}
 		kube, kerr = startKube(ctx, *kubeBin, d)
 	}()
 	go func() {

@@ -170,6 +170,20 @@ func scPVBinding(ctx context.Context, e *env) error {
 			_ = e.s.cs.CoreV1().PersistentVolumes().Delete(context.Background(), n, metav1.DeleteOptions{})
 		}
 	}()
+	// The claim comes once the binder has seen both volumes (it marks them Available): a
+	// claim it syncs before finds no volume and, its class not existing, reports
+	// ProvisioningFailed and waits for the next resync.
+	if err := e.until(ctx, 2*time.Minute, "volumes Available", func(ctx context.Context) (bool, error) {
+		for _, n := range []string{"o-pv-large", "o-pv-small"} {
+			v, err := e.s.cs.CoreV1().PersistentVolumes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil || v.Status.Phase != corev1.VolumeAvailable {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		return err
+	}
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim"}, Spec: corev1.PersistentVolumeClaimSpec{
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr("oracle-manual"),
 		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("512Mi")}},

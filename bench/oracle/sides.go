@@ -25,6 +25,9 @@ import (
 //go:embed stages.yaml
 var stagesYAML []byte
 
+// kcmExtraArgs are more kube-controller-manager flags (-kcm-args).
+var kcmExtraArgs []string
+
 // simNodes is how many simulated nodes each side gets (sim-1 … sim-3).
 const simNodes = 3
 
@@ -140,14 +143,14 @@ func startPeer(ctx context.Context, peerBin, script, kubeBin, schedBin, dir stri
 		return s, fmt.Errorf("peer: %s: %w\n%s", script, err, out)
 	}
 	pki := filepath.Join(state, "pki")
-	if err := s.start("kube-controller-manager", []string{filepath.Join(peerBin, "kube-controller-manager"),
+	if err := s.start("kube-controller-manager", append([]string{filepath.Join(peerBin, "kube-controller-manager"),
 		"--kubeconfig", s.kubeconfig, "--controllers=*", "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
 		"--use-service-account-credentials=true",
 		"--service-account-private-key-file=" + filepath.Join(pki, "sa.key"), "--root-ca-file=" + filepath.Join(pki, "ca.crt"),
 		"--cluster-signing-cert-file=" + filepath.Join(pki, "ca.crt"), "--cluster-signing-key-file=" + filepath.Join(pki, "ca.key"),
 		// Kube's defaults, so that both sides' Nodes get a spec.podCIDR.
 		"--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16",
-		"--node-monitor-grace-period=" + nodeGrace}); err != nil {
+		"--node-monitor-grace-period=" + nodeGrace}, kcmExtraArgs...)); err != nil {
 		return s, err
 	}
 	if err := s.start("kube-scheduler", []string{schedBin, "--kubeconfig", s.kubeconfig, "--leader-elect=false",
