@@ -117,6 +117,18 @@ func (v *view) build() {
 	}
 	sort.Strings(v.evs)
 	v.paths["pods"] = batches(v.paths["pods"])
+	// A Deployment's Progressing=True/ReplicaSetUpdated lies between NewReplicaSetCreated
+	// and NewReplicaSetAvailable; a status write that sees the new ReplicaSet already
+	// available skips it (seen peer against peer, -self): the milestones are compared.
+	for k, p := range v.paths {
+		if strings.HasPrefix(k, "Deployment ") && strings.HasSuffix(k, " condition Progressing") {
+			v.paths[k] = dedup(slices.DeleteFunc(slices.Clone(p), func(s string) bool { return s == "True/ReplicaSetUpdated" }))
+		}
+	}
+}
+
+func dedup(p []string) []string {
+	return slices.Compact(p)
 }
 
 // batches sorts each run of consecutive creations (or deletions) in a pod path: upstream's

@@ -58,7 +58,7 @@ func (e *env) deploymentDone(ctx context.Context, name string, gen int64) error 
 		}
 		want := *d.Spec.Replicas
 		st := d.Status
-		if st.ObservedGeneration < gen || st.UpdatedReplicas != want || st.Replicas != want || st.AvailableReplicas != want || st.ReadyReplicas != want {
+		if st.ObservedGeneration < gen || st.UpdatedReplicas != want || st.Replicas != want || st.AvailableReplicas != want || st.ReadyReplicas != want || ptrVal(st.TerminatingReplicas) != 0 {
 			return false, nil
 		}
 		ok := false

@@ -38,6 +38,8 @@ var (
 	kSA         = kind{"ServiceAccount", schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, true}
 	kQuota      = kind{"ResourceQuota", schema.GroupVersionResource{Version: "v1", Resource: "resourcequotas"}, true}
 	kNode       = kind{"Node", schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, false}
+	kRC         = kind{"ReplicationController", schema.GroupVersionResource{Version: "v1", Resource: "replicationcontrollers"}, true}
+	kNamespace  = kind{"Namespace", schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, false}
 	kPV         = kind{"PersistentVolume", schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}, false}
 	kPVC        = kind{"PersistentVolumeClaim", schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, true}
 	kHPA        = kind{"HorizontalPodAutoscaler", schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}, true}

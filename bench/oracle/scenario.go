@@ -31,7 +31,7 @@ func (sc *scenario) keeps(k, name string) bool {
 	switch k {
 	case "Node":
 		return contains(sc.nodes, name)
-	case "PersistentVolume":
+	case "PersistentVolume", "Namespace":
 		return contains(sc.cluster, name)
 	}
 	return true
