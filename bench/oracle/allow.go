@@ -32,6 +32,8 @@ var allowList = []allowance{
 		why: "Kube's garbage collector is its own (internal/controllers/garbagecollector, not upstream's) and reports each owner's collected (or orphaned) dependents with an Event, deliberately (test/apps TestCascadeBackground checks it); upstream's emits none"},
 	{section: "path", match: regexp.MustCompile(`^\S+ \S+ metadata: kube shows the object with its last finalizer removed before it is gone`), gap: true,
 		why: "Kube's API server writes an update that empties the finalizers of an object being deleted (a MODIFIED event) and then deletes it; kube-apiserver's registry deletes it in that update (genericregistry.Store.Update → deleteWithoutFinalizers: one DELETED event)"},
+	{scenario: "namespace", section: "checkpoint", match: regexp.MustCompile(`^Namespace \S+ metadata\.deletionGracePeriodSeconds: kube=0 peer=<absent>$`), gap: true,
+		why: "kube-apiserver's namespace storage has a Delete of its own that sets deletionTimestamp and phase Terminating only; Kube's generic delete path (internal/apiserver/rest/delete.go) also sets deletionGracePeriodSeconds 0, as upstream does for other kinds held by finalizers"},
 	{scenario: "garbagecollector", section: "path", match: regexp.MustCompile(`^Deployment cascade condition Available\n`),
 		why: "whether the Deployment controller writes Available=False once its pods are being deleted, before the collector deletes the Deployment itself, is timing"},
 	{scenario: "recreate", match: regexp.MustCompile(`^(Deployment recreate condition Progressing\n|Deployment recreate status\.conditions\[Progressing\]\.message: )`),
