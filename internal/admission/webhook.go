@@ -24,7 +24,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/cel/environment"
 
 	"kubeos.dev/kube/internal/apiserver/request"
 )
@@ -54,17 +58,26 @@ type webhook struct {
 	sideEffects   admissionregistrationv1.SideEffectClass
 	timeout       time.Duration
 	reinvoke      bool
+	// matchConditions are CEL conditions that must all be true for the webhook to be
+	// called; kind ("admit" or "validating"), config and resourceVersion key their
+	// compiled form.
+	matchConditions []admissionregistrationv1.MatchCondition
+	kind            string
+	config          string
+	configRV        string
 }
 
-func fromMutating(w *admissionregistrationv1.MutatingWebhook) webhook {
-	h := webhook{name: w.Name, clientConfig: w.ClientConfig, rules: w.Rules, nsSelector: w.NamespaceSelector, objSelector: w.ObjectSelector}
+func fromMutating(c *admissionregistrationv1.MutatingWebhookConfiguration, w *admissionregistrationv1.MutatingWebhook) webhook {
+	h := webhook{name: w.Name, clientConfig: w.ClientConfig, rules: w.Rules, nsSelector: w.NamespaceSelector, objSelector: w.ObjectSelector,
+		matchConditions: w.MatchConditions, kind: "admit", config: c.Name, configRV: c.ResourceVersion}
 	h.fill(w.FailurePolicy, w.MatchPolicy, w.SideEffects, w.TimeoutSeconds)
 	h.reinvoke = w.ReinvocationPolicy != nil && *w.ReinvocationPolicy == admissionregistrationv1.IfNeededReinvocationPolicy
 	return h
 }
 
-func fromValidating(w *admissionregistrationv1.ValidatingWebhook) webhook {
-	h := webhook{name: w.Name, clientConfig: w.ClientConfig, rules: w.Rules, nsSelector: w.NamespaceSelector, objSelector: w.ObjectSelector}
+func fromValidating(c *admissionregistrationv1.ValidatingWebhookConfiguration, w *admissionregistrationv1.ValidatingWebhook) webhook {
+	h := webhook{name: w.Name, clientConfig: w.ClientConfig, rules: w.Rules, nsSelector: w.NamespaceSelector, objSelector: w.ObjectSelector,
+		matchConditions: w.MatchConditions, kind: "validating", config: c.Name, configRV: c.ResourceVersion}
 	h.fill(w.FailurePolicy, w.MatchPolicy, w.SideEffects, w.TimeoutSeconds)
 	return h
 }
@@ -126,8 +139,10 @@ func namespaceSelectorMatches(ctx context.Context, src Source, sel *metav1.Label
 	}
 	ns := src.Namespace(ctx, a.Namespace)
 	if ns == nil {
-		// No such namespace: NamespaceLifecycle refuses the request.
-		return false, nil
+		// No such namespace: 404 for it, as upstream's namespace matcher answers. Creates and
+		// updates meet NamespaceLifecycle's 404 before; deletes and connects, which that
+		// plugin lets through, meet it here.
+		return false, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, a.Namespace)
 	}
 	return SelectorMatches(sel, ns.Labels)
 }
@@ -139,11 +154,64 @@ type Webhooks struct {
 
 	mu      sync.Mutex
 	clients map[clientKey]*http.Client
+	// matchers are the webhooks' compiled matchConditions by kind/config/webhook.
+	matchers map[string]compiledMatcher
+}
+
+// compiledMatcher is one webhook's matchConditions compiled at a configuration
+// resourceVersion.
+type compiledMatcher struct {
+	rv      string
+	matcher matchconditions.Matcher
 }
 
 // NewWebhooks returns the webhook plugins.
 func NewWebhooks(o WebhookOptions) *Webhooks {
-	return &Webhooks{o: o, clients: map[clientKey]*http.Client{}}
+	return &Webhooks{o: o, clients: map[clientKey]*http.Client{}, matchers: map[string]compiledMatcher{}}
+}
+
+// conditionsMatch evaluates the webhook's matchConditions (upstream's CEL environment:
+// object, oldObject, request, authorizer). false: not called. An evaluation error refuses
+// the request (403) under failurePolicy Fail; under Ignore the webhook is skipped.
+func (w *Webhooks) conditionsMatch(ctx context.Context, h webhook, a *Attributes) (bool, error) {
+	if len(h.matchConditions) == 0 {
+		return true, nil
+	}
+	m, err := w.matcher(h)
+	if err != nil {
+		return false, apierrors.NewInternalError(err)
+	}
+	r := m.Match(ctx, versionedAttributes(a), nil, nil)
+	if r.Error != nil {
+		return false, apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, r.Error)
+	}
+	return r.Matches, nil
+}
+
+// matcher compiles a webhook's matchConditions once per configuration resourceVersion.
+func (w *Webhooks) matcher(h webhook) (matchconditions.Matcher, error) {
+	key := h.kind + "/" + h.config + "/" + h.name
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.matchers[key]; ok && c.rv == h.configRV {
+		return c.matcher, nil
+	}
+	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	if err != nil {
+		return nil, fmt.Errorf("failed to initialize CEL compiler: %w", err)
+	}
+	acc := make([]plugincel.ExpressionAccessor, len(h.matchConditions))
+	for i := range h.matchConditions {
+		acc[i] = (*matchconditions.MatchCondition)(&h.matchConditions[i])
+	}
+	fp := h.failurePolicy
+	m := matchconditions.NewMatcher(compiler.CompileCondition(acc, plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.StoredExpressions),
+		&fp, "webhook", h.kind, h.name)
+	if len(w.matchers) > 4096 { // configurations come and go: forget them all now and then
+		clear(w.matchers)
+	}
+	w.matchers[key] = compiledMatcher{rv: h.configRV, matcher: m}
+	return m, nil
 }
 
 var (
@@ -163,7 +231,7 @@ func (w *Webhooks) Admit(ctx context.Context, a *Attributes) error {
 	var hooks []webhook
 	for _, c := range w.o.Source.MutatingWebhookConfigurations() {
 		for i := range c.Webhooks {
-			hooks = append(hooks, fromMutating(&c.Webhooks[i]))
+			hooks = append(hooks, fromMutating(c, &c.Webhooks[i]))
 		}
 	}
 	if len(hooks) == 0 {
@@ -197,6 +265,9 @@ func (w *Webhooks) Admit(ctx context.Context, a *Attributes) error {
 func (w *Webhooks) callMutating(ctx context.Context, h webhook, a *Attributes, round, index int) (bool, error) {
 	ok, err := h.matches(ctx, w.o.Source, a)
 	if err != nil || !ok {
+		return false, err
+	}
+	if ok, err := w.conditionsMatch(ctx, h, a); err != nil || !ok {
 		return false, err
 	}
 	if err := h.dryRunRefusal(a); err != nil {
@@ -272,7 +343,7 @@ func (w *Webhooks) Validate(ctx context.Context, a *Attributes) error {
 	var hooks []webhook
 	for _, c := range w.o.Source.ValidatingWebhookConfigurations() {
 		for i := range c.Webhooks {
-			hooks = append(hooks, fromValidating(&c.Webhooks[i]))
+			hooks = append(hooks, fromValidating(c, &c.Webhooks[i]))
 		}
 	}
 	if len(hooks) == 0 {
@@ -282,6 +353,9 @@ func (w *Webhooks) Validate(ctx context.Context, a *Attributes) error {
 	var wg sync.WaitGroup
 	for i, h := range hooks {
 		ok, err := h.matches(ctx, w.o.Source, a)
+		if err == nil && ok {
+			ok, err = w.conditionsMatch(ctx, h, a)
+		}
 		if err != nil {
 			errs[i] = err
 			continue
@@ -378,6 +452,13 @@ func (w *Webhooks) call(ctx context.Context, h webhook, a *Attributes) (*admissi
 	u, serverName, err := w.webhookURL(h.clientConfig)
 	if err != nil {
 		return nil, err
+	}
+	// ?timeout=: the webhook's timeout, as upstream's REST client adds it
+	if pu, perr := url.Parse(u); perr == nil {
+		q := pu.Query()
+		q.Set("timeout", h.timeout.String())
+		pu.RawQuery = q.Encode()
+		u = pu.String()
 	}
 	client, err := w.client(h.clientConfig.CABundle, serverName)
 	if err != nil {

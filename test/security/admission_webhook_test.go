@@ -33,6 +33,8 @@ type webhookServer struct {
 	mu      sync.Mutex
 	clients []string
 	calls   int
+	// queries are the query strings of the requests, in order.
+	queries []string
 }
 
 func startWebhook(t *testing.T, requireClientCert bool) *webhookServer {
@@ -57,6 +59,7 @@ func startWebhook(t *testing.T, requireClientCert bool) *webhookServer {
 func (ws *webhookServer) serve(w http.ResponseWriter, r *http.Request) {
 	ws.mu.Lock()
 	ws.calls++
+	ws.queries = append(ws.queries, r.URL.RawQuery)
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		ws.clients = append(ws.clients, r.TLS.PeerCertificates[0].Subject.CommonName)
 	}
@@ -81,6 +84,12 @@ func (ws *webhookServer) serve(w http.ResponseWriter, r *http.Request) {
 		pt := admissionv1.PatchTypeJSONPatch
 		resp.Patch, resp.PatchType = []byte(patch), &pt
 		resp.AuditAnnotations = map[string]string{"mutated": "true"}
+	case "/add-init-container":
+		// an init container without imagePullPolicy or terminationMessagePolicy: the server
+		// defaults them after the patch, as upstream
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.Patch = []byte(`[{"op":"add","path":"/spec/initContainers","value":[{"name":"added","image":"busybox"}]}]`)
+		resp.PatchType = &pt
 	case "/validate":
 		if review.Request.Name == "forbidden-name" {
 			resp.Allowed = false

@@ -49,9 +49,22 @@ func external(u map[string]any, gvk schema.GroupVersionKind) (runtime.Object, er
 
 // toInternal decodes an unstructured object of version gvk into upstream's internal type.
 func toInternal(u map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	return toInternalWith(u, gvk, false)
+}
+
+// toInternalDefaulted is toInternal with upstream's defaulting functions applied to the
+// versioned object first.
+func toInternalDefaulted(u map[string]any, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	return toInternalWith(u, gvk, true)
+}
+
+func toInternalWith(u map[string]any, gvk schema.GroupVersionKind, defaults bool) (runtime.Object, error) {
 	ext, err := external(u, gvk)
 	if err != nil {
 		return nil, err
+	}
+	if defaults {
+		scheme.Default(ext)
 	}
 	in, err := scheme.New(gvk.GroupKind().WithVersion(runtime.APIVersionInternal))
 	if err != nil {

@@ -119,7 +119,10 @@ func (s *strategy) decode(obj *unstructured.Unstructured) (runtime.Object, error
 	if errs := registry.CheckTypes(obj.Object, s.goType, nil); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(s.gvk.GroupKind(), obj.GetName(), errs)
 	}
-	in, err := toInternal(obj.Object, s.gvk)
+	// Defaulted again: mutating admission ran after PrepareFor* defaulted the request, and
+	// what a webhook or policy added (an init container) gets its defaults, as upstream
+	// defaults the object after each webhook's patch.
+	in, err := toInternalDefaulted(obj.Object, s.gvk)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(s.gvk.Kind + " in version \"" + s.gvk.Version + "\" cannot be handled as a " + s.gvk.Kind + ": " + err.Error())
 	}
