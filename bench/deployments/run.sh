@@ -17,7 +17,7 @@
 # Usage: bench/deployments/run.sh [PEERS_BIN]   (kube-controller-manager; kube-scheduler from
 #        $SCHEDULER, default PEERS_BIN/kube-scheduler, else /tmp/h14/bin/kube-scheduler)
 # Env: DEPLOYMENTS (1000) REPLICAS (10) NODES (1000) ONLY (kube|peer) OUT (mktemp)
-#      PEER_QPS (5000) PROFILE (1: record the server's CPU profile; default 1)
+#      PEER_QPS (5000) PROFILE (1: record the server's CPU profile; default 1) NODE_GRACE (10m)
 # Run the measured runs under the machine-wide lock: flock /tmp/kube-bench.lock bench/deployments/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,6 +26,12 @@ SCHEDULER=${SCHEDULER:-$BIN/kube-scheduler}
 [[ -x $SCHEDULER ]] || SCHEDULER=/tmp/h14/bin/kube-scheduler
 DEPLOYMENTS=${DEPLOYMENTS:-1000}; REPLICAS=${REPLICAS:-10}; NODES=${NODES:-1000}; ONLY=${ONLY:-}
 PEER_QPS=${PEER_QPS:-5000}; PROFILE=${PROFILE:-1}
+# Both node lifecycle controllers (Kube's, kube-controller-manager's) get this
+# --node-monitor-grace-period: on a loaded machine `kube sim` renews 1,000 Leases late
+# (behind its pod status writes), the controller marks the nodes NotReady and their pods
+# Ready=False, and the simulator does not turn those pods Ready again when the node comes
+# back (a kubelet's status manager would): the rollout never finishes. No node fails here.
+NODE_GRACE=${NODE_GRACE:-10m}
 OUT=${OUT:-$(mktemp -d /tmp/kube-deploybench.XXXXXX)}
 mkdir -p "$OUT/bin"
 PORT=27443; EPORT=27479
@@ -47,7 +53,8 @@ start_side() { # $1 side, then the server's extra flags
   ETCD=$!; pids+=("$ETCD")
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$EPORT/health" >/dev/null 2>&1 && break; sleep 0.2; done
   "$OUT/bin/kube" server --data-dir "$d/data" --secure-port "$PORT" --etcd-servers "http://127.0.0.1:$EPORT" --log-level error \
-    --embedded-nats=false --embedded-s3=false --cluster-cidr "$CLUSTER_CIDR" "$@" >"$d/server.log" 2>&1 &
+    --embedded-nats=false --embedded-s3=false --cluster-cidr "$CLUSTER_CIDR" \
+    --node-monitor-grace-period "$NODE_GRACE" --node-startup-grace-period "$NODE_GRACE" "$@" >"$d/server.log" 2>&1 &
   SRV=$!; pids+=("$SRV")
   K=$d/data/kubeconfig
   for _ in $(seq 300); do [[ -f $K ]] && kubectl --kubeconfig "$K" get --raw /readyz >/dev/null 2>&1 && break; sleep 1; done
@@ -67,7 +74,7 @@ run_bench() { # $1 side, $2 pids
   [[ $PROFILE == 1 ]] && prof=(-profile-dir "$d/profile")
   echo "== $1 $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   "$OUT/bin/deploybench" -kubeconfig "$K" -deployments "$DEPLOYMENTS" -replicas "$REPLICAS" -pids "$2" -label "$1" "${prof[@]}" \
-    2> >(sed "s/^/[$1] /" >&2) | tee -a "$OUT/results.jsonl"
+    2> >(sed -u "s/^/[$1] /" >&2) | tee -a "$OUT/results.jsonl"
 }
 
 if [[ $ONLY != peer ]]; then
@@ -85,6 +92,7 @@ if [[ $ONLY != kube ]]; then
     --authorization-kubeconfig="$d/kcm.kubeconfig" --bind-address=127.0.0.1 --secure-port=10357 --leader-elect=false \
     --use-service-account-credentials=true --service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
     --kube-api-qps="$PEER_QPS" --kube-api-burst="$PEER_QPS" --allocate-node-cidrs=true --cluster-cidr="$CLUSTER_CIDR" \
+    --node-monitor-grace-period="$NODE_GRACE" --node-startup-grace-period="$NODE_GRACE" \
     --controllers="$KCM_CONTROLLERS" >"$d/kcm.log" 2>&1 &
   KCM=$!; pids+=("$KCM")
   cat >"$d/sched.yaml" <<EOF
