@@ -102,6 +102,21 @@ func (h *webhook) fill(fp *admissionregistrationv1.FailurePolicyType, mp *admiss
 	}
 }
 
+// exemptConfiguration: webhooks are never called for the admission configuration kinds
+// (webhook configurations, admission policies and their bindings), so that no webhook can
+// change or block its own removal — upstream's IsExemptAdmissionConfigurationResource.
+func exemptConfiguration(a *Attributes) bool {
+	if a.Kind.Group != admissionregistrationv1.GroupName {
+		return false
+	}
+	switch a.Kind.Kind {
+	case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy",
+		"ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
+		return true
+	}
+	return false
+}
+
 // matches decides whether the webhook is called for a.
 func (h *webhook) matches(ctx context.Context, src Source, a *Attributes) (bool, error) {
 	ruled := false
@@ -228,6 +243,9 @@ func (w *Webhooks) Admit(ctx context.Context, a *Attributes) error {
 		index int
 		after []byte // the object right after this webhook ran
 	}
+	if exemptConfiguration(a) {
+		return nil
+	}
 	var hooks []webhook
 	for _, c := range w.o.Source.MutatingWebhookConfigurations() {
 		for i := range c.Webhooks {
@@ -340,6 +358,9 @@ func normalize(v any) any {
 // Validate calls the matching validating webhooks in parallel; the first refusal (in
 // webhook order) is the answer.
 func (w *Webhooks) Validate(ctx context.Context, a *Attributes) error {
+	if exemptConfiguration(a) {
+		return nil
+	}
 	var hooks []webhook
 	for _, c := range w.o.Source.ValidatingWebhookConfigurations() {
 		for i := range c.Webhooks {

@@ -284,6 +284,13 @@ func TestConnectAdmission(t *testing.T) {
 		if _, errOut, err := run("exec", "web", "--", "policy-denied"); err == nil || !strings.Contains(errOut, want) {
 			t.Errorf("kubectl.%s exec policy-denied: %v %q, want %q", v, err, errOut, want)
 		}
+		// A namespace that does not exist, under webhooks with a namespaceSelector: 404 for the
+		// namespace, as upstream's namespace matcher answers (NamespaceLifecycle lets connects
+		// through).
+		want = `Error from server (NotFound): namespaces "connect-nowhere" not found`
+		if _, errOut, err := run("exec", "-n", "connect-nowhere", "web", "--", "echo", "hi"); err == nil || !strings.Contains(errOut, want) {
+			t.Errorf("kubectl.%s exec in a namespace that does not exist: %v %q, want %q", v, err, errOut, want)
+		}
 	}
 
 	// What the webhook was sent for an exec, as upstream sends it.
