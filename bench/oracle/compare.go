@@ -65,6 +65,9 @@ func (v *view) build() {
 			continue
 		case "Pod":
 			uid := string(o.GetUID())
+			if h := o.GetLabels()["controller-revision-hash"]; h != "" {
+				name += "@" + v.n.value(h) // a DaemonSet's or StatefulSet's revision
+			}
 			switch {
 			case r.typ == watch.Added && !deleting[uid+"+"]:
 				deleting[uid+"+"] = true

@@ -28,6 +28,7 @@ func scenarios() []*scenario {
 		{name: "replicationcontroller", kinds: []kind{kRC, kPod}, run: scReplicationController},
 		{name: "statefulset", kinds: []kind{kSTS, kCR, kPod, kService}, run: scStatefulSet},
 		{name: "daemonset", kinds: []kind{kDS, kCR, kPod}, keepNodes: true, run: scDaemonSet},
+		{name: "dsrolling", kinds: []kind{kDS, kCR, kPod}, keepNodes: true, run: scDaemonSetRolling},
 		{name: "job", kinds: []kind{kJob, kPod}, run: scJob},
 		{name: "joblifecycle", kinds: []kind{kJob, kPod}, run: scJobLifecycle},
 		{name: "cronjob", kinds: []kind{kCronJob, kJob, kPod}, run: scCronJob},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -167,4 +169,43 @@ func scNamespace(ctx context.Context, e *env) error {
 		_, err := e.s.cs.CoreV1().Namespaces().Get(ctx, e.ns, metav1.GetOptions{})
 		return err != nil, nil
 	})
+}
+
+// DaemonSet RollingUpdate with maxSurge 1 (maxUnavailable 0): on each node the new pod
+// comes before the old one goes.
+func scDaemonSetRolling(ctx context.Context, e *env) error {
+	lbl := map[string]string{"app": "agent"}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent"}, Spec: appsv1.DaemonSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: lbl}, Template: template(lbl, nil, "registry.example/agent:v1"),
+		UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType, RollingUpdate: &appsv1.RollingUpdateDaemonSet{
+			MaxSurge: ptr(intstr.FromInt32(1)), MaxUnavailable: ptr(intstr.FromInt32(0)),
+		}},
+	}}
+	if _, err := e.s.cs.AppsV1().DaemonSets(e.ns).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	wait := func(what string) error {
+		return e.until(ctx, 3*time.Minute, what, func(ctx context.Context) (bool, error) {
+			d, err := e.s.cs.AppsV1().DaemonSets(e.ns).Get(ctx, "agent", metav1.GetOptions{})
+			st := d.Status
+			if err != nil || st.ObservedGeneration < d.Generation || st.DesiredNumberScheduled != simNodes || st.NumberReady != simNodes || st.NumberAvailable != simNodes || st.UpdatedNumberScheduled != simNodes {
+				return false, nil
+			}
+			return e.podsSettled(ctx, labels.SelectorFromSet(lbl), simNodes)
+		})
+	}
+	if err := wait("DaemonSet agent on every node"); err != nil {
+		return err
+	}
+	if err := e.checkpoint(ctx, "created"); err != nil {
+		return err
+	}
+	if _, err := e.s.cs.AppsV1().DaemonSets(e.ns).Patch(ctx, "agent", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"registry.example/agent:v2"}]}}}}`), metav1.PatchOptions{}); err != nil {
+		return err
+	}
+	if err := wait("DaemonSet agent rolled"); err != nil {
+		return err
+	}
+	return e.checkpoint(ctx, "rolled")
 }
