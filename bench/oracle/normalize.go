@@ -76,7 +76,9 @@ func (n *names) build() {
 		keys = append(keys, k)
 	}
 	// Longest first, so that a Pod's name is replaced before its owner's prefix of it.
-	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) || len(keys[i]) == len(keys[j]) && keys[i] < keys[j] })
+	sort.Slice(keys, func(i, j int) bool {
+		return len(keys[i]) > len(keys[j]) || len(keys[i]) == len(keys[j]) && keys[i] < keys[j]
+	})
 	var pairs []string
 	for _, k := range keys {
 		pairs = append(pairs, k, n.canon[k])
@@ -94,12 +96,12 @@ func ownerKind(o *unstructured.Unstructured) string {
 }
 
 var (
-	reTime    = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$`)
-	reIP      = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(/\d{1,2})?\b`)
-	reUID     = regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
-	reAPIVol  = regexp.MustCompile(`kube-api-access-[a-z0-9]{5}`)
-	rePEM     = regexp.MustCompile(`(?s)-----BEGIN [A-Z ]+-----.*-----END [A-Z ]+-----\n?`)
-	reNode    = regexp.MustCompile(`\bsim-\d+\b`)
+	reTime   = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$`)
+	reIP     = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(/\d{1,2})?\b`)
+	reUID    = regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	reAPIVol = regexp.MustCompile(`kube-api-access-[a-z0-9]{5}`)
+	rePEM    = regexp.MustCompile(`(?s)-----BEGIN [A-Z ]+-----.*-----END [A-Z ]+-----\n?`)
+	reNode   = regexp.MustCompile(`\bsim-\d+\b`)
 	// reRandSuffix is what apiserver's generateName appends (k8s.io/apimachinery/pkg/util/rand).
 	reRandSuffix = regexp.MustCompile(`^[bcdfghjklmnpqrstvwxz2456789]{5}$`)
 )

@@ -21,28 +21,28 @@ type kind struct {
 }
 
 var (
-	kPod        = kind{"Pod", schema.GroupVersionResource{Version: "v1", Resource: "pods"}, true}
-	kRS         = kind{"ReplicaSet", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}, true}
-	kDeploy     = kind{"Deployment", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, true}
-	kSTS        = kind{"StatefulSet", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}, true}
-	kCR         = kind{"ControllerRevision", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "controllerrevisions"}, true}
-	kDS         = kind{"DaemonSet", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, true}
-	kJob        = kind{"Job", schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, true}
-	kCronJob    = kind{"CronJob", schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"}, true}
-	kSlice      = kind{"EndpointSlice", schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}, true}
-	kEndpoints  = kind{"Endpoints", schema.GroupVersionResource{Version: "v1", Resource: "endpoints"}, true}
-	kService    = kind{"Service", schema.GroupVersionResource{Version: "v1", Resource: "services"}, true}
-	kPDB        = kind{"PodDisruptionBudget", schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, true}
-	kEvent      = kind{"Event", schema.GroupVersionResource{Version: "v1", Resource: "events"}, true}
-	kConfigMap  = kind{"ConfigMap", schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, true}
-	kSA         = kind{"ServiceAccount", schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, true}
-	kQuota      = kind{"ResourceQuota", schema.GroupVersionResource{Version: "v1", Resource: "resourcequotas"}, true}
-	kNode       = kind{"Node", schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, false}
-	kRC         = kind{"ReplicationController", schema.GroupVersionResource{Version: "v1", Resource: "replicationcontrollers"}, true}
-	kNamespace  = kind{"Namespace", schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, false}
-	kPV         = kind{"PersistentVolume", schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}, false}
-	kPVC        = kind{"PersistentVolumeClaim", schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, true}
-	kHPA        = kind{"HorizontalPodAutoscaler", schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}, true}
+	kPod       = kind{"Pod", schema.GroupVersionResource{Version: "v1", Resource: "pods"}, true}
+	kRS        = kind{"ReplicaSet", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}, true}
+	kDeploy    = kind{"Deployment", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, true}
+	kSTS       = kind{"StatefulSet", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}, true}
+	kCR        = kind{"ControllerRevision", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "controllerrevisions"}, true}
+	kDS        = kind{"DaemonSet", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, true}
+	kJob       = kind{"Job", schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, true}
+	kCronJob   = kind{"CronJob", schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"}, true}
+	kSlice     = kind{"EndpointSlice", schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}, true}
+	kEndpoints = kind{"Endpoints", schema.GroupVersionResource{Version: "v1", Resource: "endpoints"}, true}
+	kService   = kind{"Service", schema.GroupVersionResource{Version: "v1", Resource: "services"}, true}
+	kPDB       = kind{"PodDisruptionBudget", schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, true}
+	kEvent     = kind{"Event", schema.GroupVersionResource{Version: "v1", Resource: "events"}, true}
+	kConfigMap = kind{"ConfigMap", schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, true}
+	kSA        = kind{"ServiceAccount", schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, true}
+	kQuota     = kind{"ResourceQuota", schema.GroupVersionResource{Version: "v1", Resource: "resourcequotas"}, true}
+	kNode      = kind{"Node", schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, false}
+	kRC        = kind{"ReplicationController", schema.GroupVersionResource{Version: "v1", Resource: "replicationcontrollers"}, true}
+	kNamespace = kind{"Namespace", schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, false}
+	kPV        = kind{"PersistentVolume", schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}, false}
+	kPVC       = kind{"PersistentVolumeClaim", schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, true}
+	kHPA       = kind{"HorizontalPodAutoscaler", schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}, true}
 )
 
 // rec is one watch event as the client saw it.

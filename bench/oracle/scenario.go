@@ -21,7 +21,7 @@ type scenario struct {
 	nodes []string
 	// cluster: cluster-scoped kinds among kinds are kept only under these names
 	cluster []string
-	run   func(ctx context.Context, e *env) error
+	run     func(ctx context.Context, e *env) error
 }
 
 // keeps says whether an object of kind k named name is the scenario's: every namespaced

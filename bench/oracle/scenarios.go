@@ -242,7 +242,7 @@ func scJob(ctx context.Context, e *env) error {
 		Completions: ptr(int32(5)), Parallelism: ptr(int32(5)), CompletionMode: ptr(batchv1.IndexedCompletion),
 		BackoffLimitPerIndex: ptr(int32(1)), Template: tpl,
 		PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-			Action: batchv1.PodFailurePolicyActionFailIndex,
+			Action:      batchv1.PodFailurePolicyActionFailIndex,
 			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}},
 		}}},
 	}}
