@@ -12,6 +12,7 @@
 # Needs the peers built: ../shared/peers/build-k8s.sh PEERS_DIR (kube-apiserver and etcd).
 # Usage: bench/pods.sh [PEERS_DIR]   (default /work/peers-bin). Env: N (100000), WRITERS (8),
 # WATCHERS (5000), BOUND (10000), UPDATES (500), DURATION (30s), ONLY (kube|peer: one side).
+# KUBE_BIN: a kube binary to run instead of building ./cmd/kube.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEERS=${1:-/work/peers-bin}
@@ -19,7 +20,7 @@ N=${N:-100000}; WRITERS=${WRITERS:-8}; WATCHERS=${WATCHERS:-5000}; BOUND=${BOUND
 UPDATES=${UPDATES:-500}; DURATION=${DURATION:-30s}; ONLY=${ONLY:-}
 OUT=$(mktemp -d /tmp/kube-podbench.XXXXXX)
 # Built, then copied as an install would (bench/README.md, API server).
-go build -o "$OUT/kube.linked" ./cmd/kube && cp "$OUT/kube.linked" "$OUT/kube"
+if [[ -n ${KUBE_BIN:-} ]]; then cp "$KUBE_BIN" "$OUT/kube"; else go build -o "$OUT/kube.linked" ./cmd/kube && cp "$OUT/kube.linked" "$OUT/kube"; fi
 go build -o "$OUT/podbench" ./bench/podbench
 KPORT=26743; KETCD=27379
 results=$OUT/results.jsonl
@@ -40,7 +41,13 @@ if [[ $ONLY != peer ]]; then
   etcd_pid=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$KETCD/health" >/dev/null 2>&1 && break; sleep 0.2; done
   kill -0 $etcd_pid 2>/dev/null || { echo "etcd did not start; tail of $OUT/ketcd.log:" >&2; tail -3 "$OUT/ketcd.log" >&2; exit 1; }
-  "$OUT/kube" server --data-dir "$OUT/kd" --secure-port $KPORT --etcd-servers "http://127.0.0.1:$KETCD" --log-level error > "$OUT/kube.log" 2>&1 &
+  # The API server alone, as the peer: kube-apiserver runs no scheduler and no controllers.
+  # With them, Kube's scheduler writes a PodScheduled=False status and a FailedScheduling
+  # event for every create of a pod no node can take (three writes per create, 3× the CPU
+  # in a run of 3,000), and its pod garbage collector deletes the watch phase's pods, bound
+  # to nodes that do not exist.
+  "$OUT/kube" server --data-dir "$OUT/kd" --secure-port $KPORT --etcd-servers "http://127.0.0.1:$KETCD" --log-level error \
+    --scheduler=false --disable-workload-controllers --cluster-controllers=-pod-garbage-collector > "$OUT/kube.log" 2>&1 &
   kube_pid=$!
   ready=0
   for _ in $(seq 600); do
