@@ -68,13 +68,18 @@ func (v *view) build() {
 			if h := o.GetLabels()["controller-revision-hash"]; h != "" {
 				name += "@" + v.n.value(h) // a DaemonSet's or StatefulSet's revision
 			}
+			// The whole order, and each owner's own (by generateName): when one sync scales
+			// two ReplicaSets, how their pods interleave is timing, each one's order is not.
+			group := "pods of " + strings.TrimSuffix(v.n.value(o.GetGenerateName()), "-")
 			switch {
 			case r.typ == watch.Added && !deleting[uid+"+"]:
 				deleting[uid+"+"] = true
 				v.paths["pods"] = append(v.paths["pods"], "+"+name)
+				v.paths[group] = append(v.paths[group], "+"+name)
 			case (o.GetDeletionTimestamp() != nil || r.typ == watch.Deleted) && !deleting[uid]:
 				deleting[uid] = true
 				v.paths["pods"] = append(v.paths["pods"], "-"+name)
+				v.paths[group] = append(v.paths[group], "-"+name)
 			}
 			continue
 		}
@@ -119,7 +124,11 @@ func (v *view) build() {
 		}
 	}
 	sort.Strings(v.evs)
-	v.paths["pods"] = batches(v.paths["pods"])
+	for k, p := range v.paths {
+		if k == "pods" || strings.HasPrefix(k, "pods of ") {
+			v.paths[k] = batches(p)
+		}
+	}
 	// A Deployment's Progressing=True/ReplicaSetUpdated lies between NewReplicaSetCreated
 	// and NewReplicaSetAvailable; a status write that sees the new ReplicaSet already
 	// available skips it (seen peer against peer, -self): the milestones are compared.
