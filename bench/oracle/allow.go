@@ -40,7 +40,7 @@ var allowList = []allowance{
 		why: "upstream's own nondeterminism, seen on the peer from run to run: when the status write that records NewReplicaSetCreated is lost to a conflict with a stale cache, the Deployment keeps its old Progressing=True/NewReplicaSetAvailable condition, message (naming the old ReplicaSet) included, as SetDeploymentCondition keeps a condition whose status and reason do not change"},
 	{scenario: "proportional", section: "path", match: regexp.MustCompile(`^pods\n`),
 		why: "with maxUnavailable 2 one Deployment sync scales the new ReplicaSet up and the old one down, and the two ReplicaSet controllers' creates and deletes interleave by timing; each ReplicaSet's own order (the \"pods of\" paths) is compared"},
-	{scenario: "dsrolling", section: "path", match: regexp.MustCompile(`^pods\n`),
+	{scenario: "dsrolling", section: "path", match: regexp.MustCompile(`^pods( of \S+)?\n`),
 		why: "the DaemonSet controller deletes a node's old pod and creates the next node's surge pod in one sync, from goroutines of their own (syncNodes): which the watch shows first differs peer against peer (-self)"},
 	{scenario: "nodelifecycle", section: "path", match: regexp.MustCompile(`^pods\n`),
 		why: "the taint-eviction controller deletes each pod when its own toleration runs out, and the ReplicaSet replaces each as it sees it go: how the two deletions and two creations interleave is timing (the counts are compared at the checkpoints)"},
