@@ -42,7 +42,7 @@ var allowList = []allowance{
 		why: "with maxUnavailable 2 one Deployment sync scales the new ReplicaSet up and the old one down, and the two ReplicaSet controllers' creates and deletes interleave by timing; each ReplicaSet's own order (the \"pods of\" paths) is compared"},
 	{scenario: "dsrolling", section: "path", match: regexp.MustCompile(`^pods( of \S+)?\n`),
 		why: "the DaemonSet controller deletes a node's old pod and creates the next node's surge pod in one sync, from goroutines of their own (syncNodes): which the watch shows first differs peer against peer (-self)"},
-	{scenario: "nodelifecycle", section: "path", match: regexp.MustCompile(`^pods\n`),
+	{scenario: "nodelifecycle", section: "path", match: regexp.MustCompile(`^pods( of \S+)?\n`),
 		why: "the taint-eviction controller deletes each pod when its own toleration runs out, and the ReplicaSet replaces each as it sees it go: how the two deletions and two creations interleave is timing (the counts are compared at the checkpoints)"},
 	{section: "checkpoint", match: regexp.MustCompile(`^Pod .* status\.conditions\[PodScheduled\]\.observedGeneration: kube=\d+ peer=<absent>$`), gap: true,
 		why: "kube-apiserver's pods/binding replaces a PodScheduled=False condition (which kube-scheduler wrote with observedGeneration) by a new True one without observedGeneration (podutil.UpdatePodCondition); Kube's binding (internal/registry/workload/binding.go setCondition) keeps the old condition's observedGeneration"},
