@@ -363,11 +363,6 @@ func kubePlugin(path string) error {
 	return nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is a port of the process's test slot: not in the ephemeral range, where another
+// connection may take it before the gateway binds it.
+func freePort() (int, error) { return slot.FreePort() }

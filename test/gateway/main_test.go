@@ -168,14 +168,9 @@ func grantGatewayReads(cs kubernetes.Interface) error {
 	return err
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is a port of the process's test slot: not in the ephemeral range, where another
+// connection may take it before the gateway binds it.
+func freePort() (int, error) { return slot.FreePort() }
 
 // outboundIP is the host's address on its default route (EndpointSlices refuse loopback
 // addresses, so the backends listen here).

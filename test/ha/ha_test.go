@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"kubeos.dev/kube/internal/server/servertest/kubeproc"
+	"kubeos.dev/kube/internal/server/servertest/slot"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -262,18 +262,13 @@ func eventuallyT(t *testing.T, timeout time.Duration, what string, dump func() s
 
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ls []net.Listener
 	var ports []int
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		p, err := slot.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
+		ports = append(ports, p)
 	}
 	return ports
 }

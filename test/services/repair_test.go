@@ -66,12 +66,15 @@ func event(t *testing.T, ns, reason, regarding string) *eventsv1.Event {
 }
 
 // An IPAddress whose Service does not exist (a server died between reserving the address
-// and storing the Service) is deleted by the repair loop after its grace period.
+// and storing the Service) is deleted by the repair loop after its grace period. The
+// addresses these tests set by hand are in the range's static band (its first 256
+// addresses), which dynamic allocation takes only when the rest is full: elsewhere a
+// Service of a parallel test could draw it at random first.
 func TestLeakedIPAddressRemoved(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	leak := &networkingv1.IPAddress{
-		ObjectMeta: metav1.ObjectMeta{Name: "10.100.9.9", Labels: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: "10.100.0.199", Labels: map[string]string{
 			networkingv1.LabelIPAddressFamily: "IPv4", networkingv1.LabelManagedBy: "ipallocator.k8s.io"}},
 		Spec: networkingv1.IPAddressSpec{ParentRef: &networkingv1.ParentReference{Resource: "services", Namespace: "default", Name: "ghost"}},
 	}
@@ -79,17 +82,17 @@ func TestLeakedIPAddressRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	// While it exists nobody else can have the address.
-	_, err := cs.CoreV1().Services("default").Create(ctx, service("wants-leaked", corev1.ServiceTypeClusterIP, func(s *corev1.Service) { s.Spec.ClusterIP = "10.100.9.9" }), metav1.CreateOptions{})
+	_, err := cs.CoreV1().Services("default").Create(ctx, service("wants-leaked", corev1.ServiceTypeClusterIP, func(s *corev1.Service) { s.Spec.ClusterIP = "10.100.0.199" }), metav1.CreateOptions{})
 	invalid(t, err, "spec.clusterIPs", "provided IP is already allocated")
 	servertest.Eventually(t, repairDeadline, time.Second, func() error {
-		_, err := cs.NetworkingV1().IPAddresses().Get(ctx, "10.100.9.9", metav1.GetOptions{})
+		_, err := cs.NetworkingV1().IPAddresses().Get(ctx, "10.100.0.199", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("leaked IPAddress still there: %v", err)
 	})
-	event(t, "default", "IPAddressNotAllocated", "10.100.9.9")
-	if _, err := cs.CoreV1().Services("default").Create(ctx, service("wants-leaked", corev1.ServiceTypeClusterIP, func(s *corev1.Service) { s.Spec.ClusterIP = "10.100.9.9" }), metav1.CreateOptions{}); err != nil {
+	event(t, "default", "IPAddressNotAllocated", "10.100.0.199")
+	if _, err := cs.CoreV1().Services("default").Create(ctx, service("wants-leaked", corev1.ServiceTypeClusterIP, func(s *corev1.Service) { s.Spec.ClusterIP = "10.100.0.199" }), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("repaired address not allocatable: %v", err)
 	}
 }
@@ -100,16 +103,16 @@ func TestMissingIPAddressRepaired(t *testing.T) {
 	ns := namespace(t, "repair-missing")
 	storeService(t, service("orphan", corev1.ServiceTypeClusterIP, func(s *corev1.Service) {
 		s.Namespace = ns
-		s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.100.8.8", []string{"10.100.8.8"}
+		s.Spec.ClusterIP, s.Spec.ClusterIPs = "10.100.0.188", []string{"10.100.0.188"}
 		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
 		pol := corev1.IPFamilyPolicySingleStack
 		s.Spec.IPFamilyPolicy = &pol
 	}))
 	servertest.Eventually(t, repairDeadline, time.Second, func() error {
-		_, err := cs.NetworkingV1().IPAddresses().Get(context.Background(), "10.100.8.8", metav1.GetOptions{})
+		_, err := cs.NetworkingV1().IPAddresses().Get(context.Background(), "10.100.0.188", metav1.GetOptions{})
 		return err
 	})
-	checkIPAddress(t, "10.100.8.8", ns, "orphan")
+	checkIPAddress(t, "10.100.0.188", ns, "orphan")
 	event(t, ns, "ClusterIPNotAllocated", "orphan")
 }
 

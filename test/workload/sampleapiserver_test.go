@@ -3,12 +3,12 @@ package workload
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"kubeos.dev/kube/internal/server/servertest"
+	"kubeos.dev/kube/internal/server/servertest/slot"
 )
 
 // TestSampleAPIServer: upstream's k8s.io/sample-apiserver (built from the module, a tool of
@@ -73,10 +73,9 @@ metadata: {name: forbidden-flunder, namespace: default}
 // freePort is a TCP port free on ip.
 func freePort(t testing.TB, ip string) int {
 	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	p, err := slot.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }

@@ -12,14 +12,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"strconv"
 	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"kubeos.dev/kube/internal/server"
+	"kubeos.dev/kube/internal/server/servertest/slot"
 )
 
 // Server is a running in-process Kube server.
@@ -130,11 +129,7 @@ func (ts *Server) Config() (*rest.Config, error) {
 // Inner is the server itself, for tests that need its registry or store.
 func (ts *Server) Inner() *server.Server { return ts.s }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return strconv.Atoi(fmt.Sprint(l.Addr().(*net.TCPAddr).Port))
-}
+// freePort is a port of the process's test slot (slot.FreePort): a port of the ephemeral
+// range, picked by listening on :0, may be taken by another connection before the server
+// binds it, and Restart binds it again later.
+func freePort() (int, error) { return slot.FreePort() }

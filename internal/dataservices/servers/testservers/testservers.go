@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+
+	"kubeos.dev/kube/internal/server/servertest/slot"
 )
 
 // PostgresBin is where Debian installs PostgreSQL 15.
@@ -39,12 +40,11 @@ type TB interface {
 // FreePort returns a TCP port free on 127.0.0.1.
 func FreePort(t TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := slot.FreePort()
 	if err != nil {
 		t.Fatalf("free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // Postgres is a running PostgreSQL.

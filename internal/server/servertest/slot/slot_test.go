@@ -1,6 +1,10 @@
 package slot
 
-import "testing"
+import (
+	"fmt"
+	"net"
+	"testing"
+)
 
 // TestTakeSkipsHeld: a slot held by an open lock is skipped; closing the file frees it.
 func TestTakeSkipsHeld(t *testing.T) {
@@ -25,4 +29,30 @@ func TestTakeSkipsHeld(t *testing.T) {
 	}
 	fb.Close()
 	fd.Close()
+}
+
+// TestFreePort: the ports are the slot's, below the ephemeral range, distinct, and one in
+// use is skipped.
+func TestFreePort(t *testing.T) {
+	n, err := N()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := PortBase+n*PortsPerSlot, PortBase+(n+1)*PortsPerSlot
+	if PortBase+Count*PortsPerSlot > 30000 {
+		t.Fatalf("slot ports reach %d, into the NodePort and ephemeral ranges", PortBase+Count*PortsPerSlot)
+	}
+	a, err := FreePort()
+	if err != nil || a < lo || a >= hi {
+		t.Fatalf("FreePort = %d, %v; want in [%d, %d)", a, err, lo, hi)
+	}
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", a+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	b, err := FreePort()
+	if err != nil || b != a+2 {
+		t.Fatalf("FreePort after %d with %d in use = %d, %v; want %d", a, a+1, b, err, a+2)
+	}
 }
