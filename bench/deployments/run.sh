@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run.sh — issue 15's first performance goal (bench/README.md, "Workload controllers:
-# 1,000 Deployments × 10 replicas"): DEPLOYMENTS Deployments × REPLICAS replicas on NODES
+# Deployments → Available → rolling update → Available"): DEPLOYMENTS Deployments × REPLICAS replicas on NODES
 # simulated nodes → all Available, then a rolling update of every one → all Available
 # again (bench/deployments, main.go). Two runs of the same `kube server` build, each on a
 # fresh etcd of its own (`kube etcd`, a separate process, so the server's CPU excludes
