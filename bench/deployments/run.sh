@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # run.sh — issue 15's first performance goal (bench/README.md, "Workload controllers:
-# Deployments → Available → rolling update → Available"): DEPLOYMENTS Deployments × REPLICAS replicas on NODES
-# simulated nodes → all Available, then a rolling update of every one → all Available
-# again (bench/deployments, main.go). Two runs of the same `kube server` build, each on a
+# Deployments → Available → rolling update → Available"): DEPLOYMENTS Deployments ×
+# REPLICAS replicas on NODES simulated nodes → all Available, then a rolling update of
+# every one → all Available again (bench/deployments, main.go). Two runs of the same `kube server` build, each on a
 # fresh etcd of its own (`kube etcd`, a separate process, so the server's CPU excludes
 # etcd's) and a fresh data directory, the nodes simulated by a separate `kube sim` process
 # (the same node model for both sides):
