@@ -2,10 +2,10 @@
 # run.sh — issue 15's first performance goal (bench/README.md, "Workload controllers:
 # Deployments → Available → rolling update → Available"): DEPLOYMENTS Deployments ×
 # REPLICAS replicas on NODES simulated nodes → all Available, then a rolling update of
-# every one → all Available again (bench/deployments, main.go). Two runs of the same `kube server` build, each on a
-# fresh etcd of its own (`kube etcd`, a separate process, so the server's CPU excludes
-# etcd's) and a fresh data directory, the nodes simulated by a separate `kube sim` process
-# (the same node model for both sides):
+# every one → all Available again (bench/deployments, main.go). Two runs of the same
+# `kube server` build, each on a fresh etcd of its own (`kube etcd`, a separate process, so
+# the server's CPU excludes etcd's) and a fresh data directory, the nodes simulated by a
+# separate `kube sim` process (the same node model for both sides):
 #   kube  Kube's in-process controllers and scheduler (the server's defaults)
 #   peer  the server with --scheduler=false --disable-workload-controllers and every
 #         cluster controller off; kube-controller-manager v1.37.2 running exactly the
