@@ -153,6 +153,20 @@ func TestBinding(t *testing.T) {
 	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "non-empty .spec.schedulingGates") {
 		t.Errorf("binding a gated pod: %v", err)
 	}
+	// b was found unschedulable first (as the scheduler writes it, or the scheduler itself).
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := pods.Get(ctxT(t), "b", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+			Message: "0/0 nodes are available", ObservedGeneration: 1, LastProbeTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		_, err = pods.UpdateStatus(ctxT(t), cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The legacy bindings resource: POST namespaces/<ns>/bindings.
 	body := `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"b"},"target":{"kind":"Node","name":"node-2"}}`
 	res := cs.CoreV1().RESTClient().Post().Namespace(ns).Resource("bindings").SetHeader("Content-Type", "application/json").Body([]byte(body)).Do(ctxT(t))
@@ -162,6 +176,12 @@ func TestBinding(t *testing.T) {
 	b, _ := pods.Get(ctxT(t), "b", metav1.GetOptions{})
 	if b.Spec.NodeName != "node-2" {
 		t.Errorf("bindings: nodeName %q", b.Spec.NodeName)
+	}
+	// The condition is replaced whole, as upstream's UpdatePodCondition: nothing of the
+	// unschedulable one stays.
+	if c := condition(b, corev1.PodScheduled); c == nil || c.Status != corev1.ConditionTrue || c.Reason != "" || c.Message != "" ||
+		c.ObservedGeneration != 0 || !c.LastProbeTime.IsZero() || c.LastTransitionTime.IsZero() {
+		t.Errorf("PodScheduled after binding an unschedulable pod: %+v", c)
 	}
 	// A binding to nothing is invalid; to a missing pod is 404.
 	err = cs.CoreV1().Pods(ns).Bind(ctxT(t), &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, metav1.CreateOptions{})

@@ -101,13 +101,13 @@ func setCondition(pod *unstructured.Unstructured, typ, status string, now metav1
 		if !ok || m["type"] != typ {
 			continue
 		}
+		// Replaced whole, as upstream: no reason, message, lastProbeTime or
+		// observedGeneration of the condition it replaces stays.
+		ltt := m["lastTransitionTime"]
 		if m["status"] != status {
-			m["status"] = status
-			m["lastTransitionTime"] = now.UTC().Format(time.RFC3339)
-			delete(m, "reason")
-			delete(m, "message")
+			ltt = now.UTC().Format(time.RFC3339)
 		}
-		conds[i] = m
+		conds[i] = map[string]any{"type": typ, "status": status, "lastProbeTime": nil, "lastTransitionTime": ltt}
 		_ = unstructured.SetNestedSlice(pod.Object, conds, "status", "conditions")
 		return
 	}
