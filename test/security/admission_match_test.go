@@ -118,3 +118,42 @@ func TestWebhookPatchDefaulted(t *testing.T) {
 		t.Fatalf("the added init container was not defaulted: %+v", ic)
 	}
 }
+
+// TestWebhooksSkipConfigurations: webhooks are not called for webhook configurations and
+// admission policies (upstream's exemption), so a webhook that matches them and cannot be
+// reached blocks neither new configurations nor its own removal — the e2e suite's "should
+// not be able to mutate or prevent deletion of webhook configuration objects".
+func TestWebhooksSkipConfigurations(t *testing.T) {
+	admissionSuite.Need(t)
+	ctx := context.Background()
+	rules := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"admissionregistration.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"*"}},
+	}}
+	dead := deadURL(t)
+	m := mutatingHook("dead-mutating.kube.test", dead, "")
+	m.Rules, m.NamespaceSelector = rules, nil
+	createMutatingHooks(t, "dead-mutating", m)
+	v := validatingHook("dead-validating.kube.test", dead, webhookCA.certPEM, "", admissionregistrationv1.Fail, 2)
+	v.Rules, v.NamespaceSelector = rules, nil
+	// A second webhook of the same configuration refuses configmaps named forbidden-name in
+	// wh-skip: once it does, the configuration (and its dead webhook) is in effect.
+	const ns = "wh-skip"
+	testNamespace(t, ns)
+	ws := startWebhook(t, false)
+	createValidating(t, "dead-validating", v, validatingHook("marker.kube.test", ws.URL+"/validate", webhookCA.certPEM, ns, admissionregistrationv1.Fail, 5))
+	refusedWith(t, ns, "forbidden-name", "the name forbidden-name is not allowed")
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("probe-%d", i)
+		createValidating(t, name, validatingHook(name+".kube.test", ws.URL+"/validate", webhookCA.certPEM, "wh-none", admissionregistrationv1.Fail, 5))
+		if err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("deleting %s: %v", name, err)
+		}
+	}
+	if err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, "dead-mutating", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting the dead mutating webhook's own configuration: %v", err)
+	}
+	if err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "dead-validating", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting the dead validating webhook's own configuration: %v", err)
+	}
+}
