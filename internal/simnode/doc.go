@@ -19,8 +19,10 @@
 //     simulator's own /24 per node, PodReadyToStartContainers), containers running and
 //     ready (Initialized, ContainersReady, Ready, in the kubelet's order), Succeeded after
 //     a run time for restartPolicy Never/OnFailure, CrashLoopBackOff with the kubelet's
-//     back-off, and on deletion its containers terminated and then the final DELETE with
-//     grace 0 and a UID precondition;
+//     back-off, a Ready=False that another writer put on a running ready pod (the node
+//     lifecycle controller, after a late Lease) written back to True after 10 s (the
+//     kubelet's status sync), and on deletion its containers terminated and then the final
+//     DELETE with grace 0 and a UID precondition;
 //   - stops all of that while its Node carries HeartbeatAnnotation=stopped (its Lease
 //     expires, as a machine's that lost power).
 //

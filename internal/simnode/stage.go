@@ -82,6 +82,10 @@ type Next struct {
 	Reason   string `json:"reason,omitempty"`
 	Message  string `json:"message,omitempty"`
 	Delete   bool   `json:"delete,omitempty"`
+	// Resync writes the status the containers give and changes nothing: a kubelet's status
+	// manager putting back what another writer changed (Ready=False from the node
+	// lifecycle controller while the node's heartbeat was late).
+	Resync bool `json:"resync,omitempty"`
 }
 
 // Selector is kwok's stage selector: all of its parts must match.
@@ -130,6 +134,13 @@ func DefaultStages(jobRunTime time.Duration) []Stage {
 			{Key: ".status.containerStatuses.reason", Operator: "In", Values: []string{"CrashLoopBackOff"}}}},
 			Delay: metav1.Duration{Duration: 10 * time.Second}, Backoff: true,
 			Next: Next{Containers: Running}},
+		// Ready=False written by someone else (the node lifecycle controller marks a node's
+		// pods not ready when its Lease is late) while the containers run and are ready:
+		// put back at the kubelet's status sync period.
+		{Name: "pod-ready-restore", Selector: Selector{MatchExpressions: []Expression{
+			{Key: ".status.conditions.Ready", Operator: "In", Values: []string{"True"}},
+			{Key: ".status.conditions.Ready.written", Operator: "In", Values: []string{"False"}}}},
+			Delay: metav1.Duration{Duration: 10 * time.Second}, Next: Next{Resync: true}},
 	}
 	if jobRunTime >= 0 {
 		st = append(st, Stage{Name: "pod-complete", Selector: Selector{MatchExpressions: []Expression{
@@ -200,6 +211,11 @@ var FieldKeys = map[string]fieldGetter{
 		}
 		return "False", true
 	},
+	// The Ready condition as the pod carries it (.status.conditions.Ready is what the
+	// simulated kubelet writes for its containers).
+	".status.conditions.Ready.written": func(v *podView) (string, bool) {
+		return string(v.readyWritten), v.readyWritten != ""
+	},
 }
 
 const (
@@ -259,8 +275,8 @@ func compile(stages []Stage) (*table, error) {
 		default:
 			return nil, fmt.Errorf("stage %s: next.containers %q is not one of Creating, Running, Terminated, CrashLoopBackOff", s.Name, s.Next.Containers)
 		}
-		if s.Next.Containers == "" && !s.Next.Delete {
-			return nil, fmt.Errorf("stage %s: next does nothing (set containers or delete)", s.Name)
+		if s.Next.Containers == "" && !s.Next.Delete && !s.Next.Resync {
+			return nil, fmt.Errorf("stage %s: next does nothing (set containers, delete or resync)", s.Name)
 		}
 		if s.DelayFrom != "" && s.DelayFrom != DelayFromContainerStarted {
 			return nil, fmt.Errorf("stage %s: delayFrom %q is not %q", s.Name, s.DelayFrom, DelayFromContainerStarted)

@@ -221,3 +221,34 @@ func TestPodRange(t *testing.T) {
 		t.Fatalf("/28: %d addresses", m)
 	}
 }
+
+// TestReadyRestored: a running, ready pod whose Ready condition someone else set False
+// (the node lifecycle controller, while its node's Lease was late) gets Ready=True written
+// back after the kubelet's status sync period, its containers untouched.
+func TestReadyRestored(t *testing.T) {
+	tb := mustCompile(t, DefaultStages(-1))
+	now := time.Unix(1000, 0)
+	zero := func() float64 { return 0 }
+	v := viewOf(testPod(corev1.RestartPolicyAlways, nil), tb, shapes{})
+	tb.plan(v, now, now, zero, counter(), false)
+	if v.state != stateRunning || v.readyWritten != corev1.ConditionTrue {
+		t.Fatalf("started: state %d, Ready written %q", v.state, v.readyWritten)
+	}
+	started := v.startedAt
+	v.readyWritten = corev1.ConditionFalse // as observed from the controller's write
+	later := now.Add(time.Minute)
+	changed, stage, due := tb.plan(v, later, later, zero, counter(), false)
+	if changed || stage < 0 || tb.stages[stage].Name != "pod-ready-restore" || !due.Equal(later.Add(10*time.Second)) {
+		t.Fatalf("changed %v, stage %d, due %s; want pod-ready-restore 10 s later", changed, stage, due)
+	}
+	at := later.Add(10 * time.Second)
+	changed, stage, _ = tb.plan(v, at, later, zero, counter(), false)
+	if !changed || stage >= 0 || v.readyWritten != corev1.ConditionTrue || v.startedAt != started || v.restarts != 0 {
+		t.Fatalf("restored: changed %v stage %d Ready %q startedAt %d (was %d) restarts %d", changed, stage, v.readyWritten, v.startedAt, started, v.restarts)
+	}
+	// Not ready containers: Ready=False is what the kubelet writes too; nothing to restore.
+	v.ready, v.readyWritten = false, corev1.ConditionFalse
+	if i := tb.match(v); i >= 0 {
+		t.Fatalf("not ready containers matched %s", tb.stages[i].Name)
+	}
+}

@@ -65,6 +65,9 @@ type podView struct {
 	startedAt int64
 	finishAt  int64
 	readyAt   int64 // ContainersReady last changed
+	// readyWritten is the pod's Ready condition status as stored ("" without one); once a
+	// stage applied, what the status write will carry.
+	readyWritten corev1.ConditionStatus
 
 	deleteNow bool // the applied stage asks for the final DELETE
 }
@@ -171,6 +174,8 @@ func viewOf(pod *corev1.Pod, t *table, sh shapes) *podView {
 			}
 		case corev1.ContainersReady:
 			v.readyAt = c.LastTransitionTime.Unix()
+		case corev1.PodReady:
+			v.readyWritten = c.Status
 		}
 	}
 	if len(st.ContainerStatuses) > 0 {
@@ -293,6 +298,14 @@ func (v *podView) apply(next *Next, now int64, alloc func() uint32) {
 	}
 	if v.containersReady() != wasReady || v.readyAt == 0 {
 		v.readyAt = now
+	}
+	// The status written next is the containers': its Ready condition too.
+	v.readyWritten = ""
+	if v.state != stateNone {
+		v.readyWritten = corev1.ConditionFalse
+		if v.podReady() {
+			v.readyWritten = corev1.ConditionTrue
+		}
 	}
 }
 
