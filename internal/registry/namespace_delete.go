@@ -14,9 +14,12 @@ type namespaceStrategy struct {
 	Strategy
 }
 
-// PrepareForDelete sets status.phase to Terminating as the deletionTimestamp is set.
+// PrepareForDelete sets status.phase to Terminating as the deletionTimestamp is set. Upstream's
+// namespace storage sets the timestamp alone: no deletionGracePeriodSeconds, which the
+// generic path sets to 0 on other kinds held by finalizers.
 func (namespaceStrategy) PrepareForDelete(obj *unstructured.Unstructured) {
 	_ = unstructured.SetNestedField(obj.Object, string(corev1.NamespaceTerminating), "status", "phase")
+	obj.SetDeletionGracePeriodSeconds(nil)
 }
 
 // HoldsDeletion reports whether spec.finalizers still holds the namespace.

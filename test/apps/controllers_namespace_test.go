@@ -63,6 +63,10 @@ func TestNamespaceDeletion(t *testing.T) {
 		return strings.HasPrefix(out, "Terminating") &&
 			strings.Contains(out, "NamespaceFinalizersRemaining=True:Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"), out
 	})
+	// As upstream's namespace storage: a deletionTimestamp, no deletionGracePeriodSeconds.
+	if out := k(t, "get", "namespace", ns, "-o", `jsonpath={.metadata.deletionTimestamp}|{.metadata.deletionGracePeriodSeconds}`); !strings.HasSuffix(out, "|") || out == "|" {
+		t.Errorf("deletionTimestamp|deletionGracePeriodSeconds of the Terminating namespace: %q", out)
+	}
 	cond := k(t, "get", "namespace", ns, "-o", `jsonpath={range .status.conditions[*]}{.type}={.status}:{.message}{"\n"}{end}`)
 	if !strings.Contains(cond, "NamespaceContentRemaining=True:Some resources are remaining: widgets.gc.example.com has 1 resource instances") {
 		t.Fatalf("conditions: %s\nwant NamespaceContentRemaining naming widgets.gc.example.com", cond)
