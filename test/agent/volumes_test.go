@@ -11,7 +11,8 @@ import (
 )
 
 // TestEnvAndVolumes: env (value with $(VAR), configMapKeyRef, secretKeyRef, fieldRef,
-// resourceFieldRef, envFrom), configMap, secret, emptyDir and the projected service-account
+// resourceFieldRef, envFrom), the service variables of default/kubernetes (client-go's
+// in-cluster configuration reads them; $(VAR) expands them too), configMap, secret, emptyDir and the projected service-account
 // token volume the ServiceAccount admission adds; a pod that exits 0 with restartPolicy
 // Never ends Succeeded with reason Completed, and its output says what it saw.
 func TestEnvAndVolumes(t *testing.T) {
@@ -26,7 +27,19 @@ func TestEnvAndVolumes(t *testing.T) {
 	}
 	// The namespace's default ServiceAccount comes from its controller.
 	waitSA(t, ns)
+	// default/kubernetes comes from its controller after the server's start.
+	var kubeSvc *corev1.Service
+	for deadline := time.Now().Add(time.Minute); ; {
+		var err error
+		if kubeSvc, err = cs.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no default/kubernetes Service: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	p := busyboxPod("env", nodeName, `echo "cm=$(cat /cfg/k) sec=$(cat /sec/s) a=$A b=$B ip=$IP node=$NODE mem=$MEM from=$FROMENV"; `+
+		`echo "kube=$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT tcp=$KUBERNETES_PORT api=$API"; `+
 		`echo data > /scratch/x && cat /scratch/x; test -s /var/run/secrets/kubernetes.io/serviceaccount/token && echo token-ok; `+
 		`cat /var/run/secrets/kubernetes.io/serviceaccount/namespace; echo`)
 	p.Spec.AutomountServiceAccountToken = nil
@@ -40,6 +53,7 @@ func TestEnvAndVolumes(t *testing.T) {
 		{Name: "IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
 		{Name: "NODE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
 		{Name: "MEM", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
+		{Name: "API", Value: "https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT_HTTPS)"},
 	}
 	p.Spec.Volumes = []corev1.Volume{
 		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
@@ -60,7 +74,8 @@ func TestEnvAndVolumes(t *testing.T) {
 	}
 	out := string(raw)
 	for _, want := range []string{"cm=from-configmap", "sec=from-secret", "a=from-configmap", "b=from-configmap+x", "ip=" + got.Status.PodIP + " ",
-		"node=" + nodeName, "mem=64", "from=envfrom", "data", "token-ok", ns} {
+		"node=" + nodeName, "mem=64", "from=envfrom", "data", "token-ok", ns,
+		"kube=" + kubeSvc.Spec.ClusterIP + ":443 ", "tcp=tcp://" + kubeSvc.Spec.ClusterIP + ":443 ", "api=https://" + kubeSvc.Spec.ClusterIP + ":443"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

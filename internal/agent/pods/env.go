@@ -3,12 +3,15 @@ package pods
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubernetes/pkg/api/v1/resource"
+	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 	"k8s.io/kubernetes/pkg/fieldpath"
+	"k8s.io/kubernetes/pkg/kubelet/envvars"
 	"k8s.io/kubernetes/third_party/forked/golang/expansion"
 	"k8s.io/utils/ptr"
 )
@@ -19,11 +22,48 @@ type configError struct{ msg string }
 
 func (e configError) Error() string { return e.msg }
 
+// serviceEnv is the kubelet's service environment of a pod in namespace ns
+// (getServiceEnvVarMap): the variables of default/kubernetes always (KUBERNETES_SERVICE_HOST
+// and _PORT, which client-go's in-cluster configuration reads), and with enableServiceLinks
+// those of every Service of ns with a cluster IP, as upstream's envvars.FromServices names
+// them.
+func (m *Manager) serviceEnv(ns string, enableServiceLinks bool) map[string]string {
+	out := map[string]string{}
+	if m.services == nil {
+		return out
+	}
+	byName := map[string]*corev1.Service{}
+	for _, o := range m.services.GetStore().List() {
+		svc, ok := o.(*corev1.Service)
+		if !ok || !v1helper.IsServiceIPSet(svc) {
+			continue
+		}
+		switch {
+		case svc.Namespace == metav1.NamespaceDefault && svc.Name == "kubernetes":
+			if _, ok := byName[svc.Name]; !ok {
+				byName[svc.Name] = svc
+			}
+		case svc.Namespace == ns && enableServiceLinks:
+			byName[svc.Name] = svc
+		}
+	}
+	list := make([]*corev1.Service, 0, len(byName))
+	for _, svc := range byName {
+		list = append(list, svc)
+	}
+	for _, e := range envvars.FromServices(list) {
+		out[e.Name] = e.Value
+	}
+	return out
+}
+
 // envVars resolves c's environment as the kubelet does: envFrom first, then env in order,
-// each value expanded with $(VAR) over what came before.
+// each value expanded with $(VAR) over what came before and the service variables; then
+// the service variables the container does not set itself (serviceEnv).
 func (m *Manager) envVars(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIP, hostIP string) ([][2]string, error) {
 	var order []string
 	vals := map[string]string{}
+	svcEnv := m.serviceEnv(pod.Namespace, ptr.Deref(pod.Spec.EnableServiceLinks, corev1.DefaultEnableServiceLinks))
 	set := func(k, v string) {
 		if _, ok := vals[k]; !ok {
 			order = append(order, k)
@@ -83,7 +123,7 @@ func (m *Manager) envVars(ctx context.Context, pod *corev1.Pod, c *corev1.Contai
 	for _, e := range c.Env {
 		value := e.Value
 		if e.ValueFrom == nil {
-			value = expansion.Expand(value, expansion.MappingFuncFor(vals))
+			value = expansion.Expand(value, expansion.MappingFuncFor(vals, svcEnv))
 			set(e.Name, value)
 			continue
 		}
@@ -148,9 +188,19 @@ func (m *Manager) envVars(ctx context.Context, pod *corev1.Pod, c *corev1.Contai
 		}
 		set(e.Name, value)
 	}
-	out := make([][2]string, 0, len(order))
+	out := make([][2]string, 0, len(order)+len(svcEnv))
 	for _, k := range order {
 		out = append(out, [2]string{k, vals[k]})
+	}
+	var extra []string
+	for k := range svcEnv {
+		if _, ok := vals[k]; !ok {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	for _, k := range extra {
+		out = append(out, [2]string{k, svcEnv[k]})
 	}
 	return out, nil
 }

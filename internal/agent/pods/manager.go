@@ -63,6 +63,8 @@ type Options struct {
 type Manager struct {
 	opts     Options
 	informer cache.SharedIndexInformer
+	// services are every Service, for the containers' service environment (serviceEnv).
+	services cache.SharedIndexInformer
 	recorder record.EventRecorder
 	probes   *probes
 
@@ -87,6 +89,7 @@ func New(o Options) *Manager {
 		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
 	}))
 	m.informer = factory.Core().V1().Pods().Informer()
+	m.services = informers.NewSharedInformerFactory(o.Client, 0).Core().V1().Services().Informer()
 	m.probes = newProbes(o.Runtime.ExecSync, m.event)
 	return m
 }
@@ -129,7 +132,10 @@ func (m *Manager) Start(ctx context.Context) error {
 		return err
 	}
 	go m.informer.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), m.informer.HasSynced) {
+	go m.services.Run(ctx.Done())
+	// As the kubelet, no container starts before the Services were read once: its
+	// environment would lack their variables.
+	if !cache.WaitForCacheSync(ctx.Done(), m.informer.HasSynced, m.services.HasSynced) {
 		return ctx.Err()
 	}
 	go m.relist(ctx)
