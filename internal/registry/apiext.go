@@ -2,12 +2,17 @@ package registry
 
 import (
 	"fmt"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/apis/admissionregistration"
+	_ "k8s.io/kubernetes/pkg/apis/admissionregistration/install" // internal types and conversions in legacyscheme
+	admissionregistrationvalidation "k8s.io/kubernetes/pkg/apis/admissionregistration/validation"
 )
 
 var categoryAPIExtensions = []string{"api-extensions"}
@@ -51,7 +56,10 @@ func mutatingWebhookKind() *Kind {
 			for i, w := range c.Webhooks {
 				hooks[i] = webhookView{w.Name, w.ClientConfig, w.SideEffects, w.AdmissionReviewVersions}
 			}
-			return validateWebhooks(hooks)
+			var in admissionregistration.MutatingWebhookConfiguration
+			return append(validateWebhooks(hooks), matchConditionErrors(c, &in, func() field.ErrorList {
+				return admissionregistrationvalidation.ValidateMutatingWebhookConfiguration(&in)
+			})...)
 		},
 	}
 	return &k
@@ -78,7 +86,10 @@ func validatingWebhookKind() *Kind {
 			for i, w := range c.Webhooks {
 				hooks[i] = webhookView{w.Name, w.ClientConfig, w.SideEffects, w.AdmissionReviewVersions}
 			}
-			return validateWebhooks(hooks)
+			var in admissionregistration.ValidatingWebhookConfiguration
+			return append(validateWebhooks(hooks), matchConditionErrors(c, &in, func() field.ErrorList {
+				return admissionregistrationvalidation.ValidateValidatingWebhookConfiguration(&in)
+			})...)
 		},
 	}
 	return &k
@@ -87,6 +98,23 @@ func validatingWebhookKind() *Kind {
 func webhooksColumn() Column {
 	return Column{Name: "Webhooks", Type: "integer", Description: "Webhooks indicates the number of webhooks registered in this configuration",
 		Cell: func(obj *unstructured.Unstructured) any { return count(obj, "webhooks") }}
+}
+
+// matchConditionErrors are upstream's errors about the webhooks' matchConditions (names,
+// CEL expressions that compile to a bool, at most 64): it converts v1 into the internal
+// type in, runs upstream's validation of the whole configuration and keeps those. The rest
+// of the configuration is validateWebhooks'.
+func matchConditionErrors(v1obj, in any, validate func() field.ErrorList) field.ErrorList {
+	if err := legacyscheme.Scheme.Convert(v1obj, in, nil); err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("webhooks"), err)}
+	}
+	var out field.ErrorList
+	for _, e := range validate() {
+		if strings.Contains(e.Field, ".matchConditions") {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // webhookView is what the two webhook kinds share for validation.

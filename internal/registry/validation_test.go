@@ -94,6 +94,10 @@ func TestValidate(t *testing.T) {
 		{"webhook bad", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", `{"metadata":{"name":"w"},"webhooks":[{"name":"a.b","clientConfig":{},"sideEffects":"Some"},{"name":"a.b","clientConfig":{"url":"https://x"},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`,
 			[]string{"webhooks[0].admissionReviewVersions", "webhooks[0].clientConfig", "webhooks[0].name", "webhooks[0].sideEffects", "webhooks[1].name"}},
 		{"webhook config bad name", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", `{"metadata":{"name":"W"}}`, []string{"metadata.name"}},
+		// upstream's matchConditions rules: a qualified name, an expression that compiles
+		{"webhook match conditions", "admissionregistration.k8s.io", "validatingwebhookconfigurations", `{"metadata":{"name":"w"},"webhooks":[{"name":"a.b.c","clientConfig":{"url":"https://x"},"sideEffects":"None","admissionReviewVersions":["v1"],
+			"matchConditions":[{"name":"ok","expression":"true"},{"name":"bad name!","expression":"true"},{"name":"syntax","expression":"1 +"},{"name":"not-bool","expression":"'x'"}]}]}`,
+			[]string{"webhooks[0].matchConditions[1].name", "webhooks[0].matchConditions[2].expression", "webhooks[0].matchConditions[3].expression"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
