@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -298,21 +299,17 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
+// parallel runs f(0) … f(n-1) on at most workers goroutines; the first error ends the run.
 func parallel(workers, n int, f func(int) error) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				k := int(next.Add(1) - 1)
-				if k >= n {
-					return
-				}
-				if err := f(k); err != nil {
-					log.Fatalf("item %d: %v", k, err)
-				}
+	var g errgroup.Group
+	g.SetLimit(workers)
+	for k := range n {
+		g.Go(func() error {
+			if err := f(k); err != nil {
+				log.Fatalf("item %d: %v", k, err)
 			}
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 }

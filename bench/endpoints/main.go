@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -249,23 +250,19 @@ func heartbeat(ctx context.Context, cs kubernetes.Interface) {
 	}
 }
 
+// parallel runs f(0) … f(n-1) on at most workers goroutines; the first error ends the run.
 func parallel(workers, n int, f func(int) error) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				k := int(next.Add(1) - 1)
-				if k >= n {
-					return
-				}
-				if err := f(k); err != nil {
-					log.Fatalf("item %d: %v", k, err)
-				}
+	var g errgroup.Group
+	g.SetLimit(workers)
+	for k := range n {
+		g.Go(func() error {
+			if err := f(k); err != nil {
+				log.Fatalf("item %d: %v", k, err)
 			}
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 }
 
 func ignoreExists[T any](_ T, err error) error {
