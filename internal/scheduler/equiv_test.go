@@ -29,10 +29,11 @@ func newHarness(t *testing.T, ctx context.Context, cached bool, parallelism int)
 	t.Helper()
 	kc, snap := newNodeCache(), newSnapshot()
 	q := newQueue(func(a, b fwk.QueuedEntityInfo) bool { return false }, nil, clock.RealClock{}, nil)
-	f := newFramework(t, ctx, snap, q, frameworkruntime.WithParallelism(parallelism))
+	f, pp := newFrameworkPlugins(t, ctx, snap, q, frameworkruntime.WithParallelism(parallelism))
 	r := &run{log: discardLog(), profiles: map[string]framework.Framework{"default-scheduler": f}, cache: kc, snap: snap, queue: q}
 	if cached {
 		r.equiv = newEquivCache()
+		r.equiv.register("default-scheduler", pp)
 	}
 	return &harness{r: r, kc: kc, q: q, f: f}
 }
@@ -88,6 +89,9 @@ func TestPodSignature(t *testing.T) {
 		"a host port":       plainPod("a", "100m").HostPort(8080).Obj(),
 		"an image":          plainPod("a", "100m").Container("img:2").Obj(),
 		"a priority":        plainPod("a", "100m").Priority(5).Obj(),
+		"pod anti-affinity": plainPod("a", "100m").PodAntiAffinityExists("app", "kubernetes.io/hostname", st.PodAntiAffinityWithRequiredReq).Obj(),
+		"pod affinity":      plainPod("a", "100m").PodAffinityExists("app", "kubernetes.io/hostname", st.PodAffinityWithPreferredReq).Obj(),
+		"topology spread":   plainPod("a", "100m").SpreadConstraint(1, "topology.kubernetes.io/zone", v1.DoNotSchedule, st.MakeLabelSelector().Exists("app").Obj(), nil, nil, nil, nil).Obj(),
 	}
 	for what, p := range differ {
 		if got := podSignature(p); got == nil || string(got) == string(base) {
@@ -95,9 +99,6 @@ func TestPodSignature(t *testing.T) {
 		}
 	}
 	unsigned := map[string]*v1.Pod{
-		"pod anti-affinity":    plainPod("a", "100m").PodAntiAffinityExists("app", "kubernetes.io/hostname", st.PodAntiAffinityWithRequiredReq).Obj(),
-		"pod affinity":         plainPod("a", "100m").PodAffinityExists("app", "kubernetes.io/hostname", st.PodAffinityWithPreferredReq).Obj(),
-		"topology spread":      plainPod("a", "100m").SpreadConstraint(1, "topology.kubernetes.io/zone", v1.DoNotSchedule, st.MakeLabelSelector().Exists("app").Obj(), nil, nil, nil, nil).Obj(),
 		"a claim":              plainPod("a", "100m").PVC("data").Obj(),
 		"a nominated node":     plainPod("a", "100m").NominatedNodeName("n-1").Obj(),
 		"an extended resource": plainPod("a", "100m").Req(map[v1.ResourceName]string{"example.com/gpu": "1"}).Obj(),
@@ -128,9 +129,9 @@ func TestPodSignature(t *testing.T) {
 
 // TestEquivCacheReuse: a second pod of the same signature reuses every node's verdict and
 // raw scores; a node that changed (the first pod assumed on it) is filtered and scored
-// again; a change of signature, of the node list, or cluster-wide state that brings
-// InterPodAffinity in starts afresh or turns the cache off for the pod; a node with a
-// nominated pod is filtered without the cache.
+// again; a change of signature or of the node list starts afresh; a node with a nominated
+// pod is filtered without the cache; plugins that read cluster-wide state run every cycle
+// beside the cached ones.
 func TestEquivCacheReuse(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -179,20 +180,29 @@ func TestEquivCacheReuse(t *testing.T) {
 	h.q.DeleteNominatedPodIfExists(plainPod("nom", "100m").Obj())
 
 	// An existing pod whose required anti-affinity matches the incoming pods: the
-	// InterPodAffinity filter runs, and the cache stays out.
+	// InterPodAffinity filter runs on every node every cycle (zone a's four nodes fail it),
+	// the cacheable plugins' verdicts and scores are still reused.
 	anti := bound(plainPod("anti", "100m").PodAntiAffinityExists("app", "topology.kubernetes.io/zone", st.PodAntiAffinityWithRequiredReq).Obj(), "n-0")
 	h.kc.addPod(anti)
-	step("existing anti-affinity applies", plainPod("g0", "100m").Label("app", "g").Obj(), counts{})
-	step("and again", plainPod("g1", "100m").Label("app", "g").Obj(), counts{})
+	step("existing anti-affinity applies", plainPod("g0", "100m").Label("app", "g").Obj(), counts{0, n + 1, 0, n + 1 - 4})
+	step("and again", plainPod("g1", "100m").Label("app", "g").Obj(), counts{n + 1, 0, n + 1 - 4, 0})
 	h.kc.removePod(anti)
-	step("gone again: cached afresh", plainPod("g2", "100m").Label("app", "g").Obj(), counts{0, n + 1, 0, n + 1})
+	step("gone again: InterPodAffinity's PreFilter skips, another key", plainPod("g2", "100m").Label("app", "g").Obj(), counts{0, n + 1, 0, n + 1})
 	step("cached", plainPod("g3", "100m").Label("app", "g").Obj(), counts{n + 1, 0, n + 1, 0})
 
-	// Pods the cache is not for.
-	step("topology spread", plainPod("s0", "100m").Label("app", "g").
-		SpreadConstraint(1, "topology.kubernetes.io/zone", v1.DoNotSchedule, st.MakeLabelSelector().Exists("app").Obj(), nil, nil, nil, nil).Obj(), counts{})
-	step("anti-affinity of its own", plainPod("a0", "100m").Label("app", "g").
-		PodAntiAffinityExists("app", "kubernetes.io/hostname", st.PodAntiAffinityWithRequiredReq).Obj(), counts{})
+	// Pods with constraints of their own: PodTopologySpread or InterPodAffinity run fresh.
+	spread := func(name string) *v1.Pod {
+		return plainPod(name, "100m").Label("app", "g").
+			SpreadConstraint(1, "topology.kubernetes.io/zone", v1.DoNotSchedule, st.MakeLabelSelector().Exists("app").Obj(), nil, nil, nil, nil).Obj()
+	}
+	step("topology spread", spread("s0"), counts{0, n + 1, 0, n + 1})
+	step("topology spread again", spread("s1"), counts{n + 1, 0, n + 1, 0})
+	antiOwn := func(name string) *v1.Pod {
+		return plainPod(name, "100m").Label("app", "g").
+			PodAntiAffinityExists("app", "kubernetes.io/hostname", st.PodAntiAffinityWithRequiredReq).Obj()
+	}
+	step("anti-affinity of its own", antiOwn("a0"), counts{0, n + 1, 0, n + 1})
+	step("anti-affinity again", antiOwn("a1"), counts{n + 1, 0, n + 1, 0})
 }
 
 // TestEquivCacheSameDecisions runs random sequences of pods and cluster changes through two
@@ -223,7 +233,7 @@ func TestEquivCacheParallel(t *testing.T) {
 		h.kc.setNode(n)
 	}
 	for i := range 200 {
-		pod := randomPod(rng, fmt.Sprint("p", i), (i/10)%7)
+		pod := randomPod(rng, fmt.Sprint("p", i), (i/10)%numKinds)
 		res, s := h.cycle(ctx, pod)
 		want := decide(t, ctx, check, h.r.snap.list, pod)
 		best := int64(-1)
@@ -280,6 +290,9 @@ func randomNode(rng *rand.Rand, i int) *v1.Node {
 	return n
 }
 
+// numKinds is randomPod's number of templates.
+const numKinds = 9
+
 // randomPod is one of a few templates (kind): the same kind gives the same signature.
 func randomPod(rng *rand.Rand, name string, kind int) *v1.Pod {
 	p := plainPod(name, "100m")
@@ -300,6 +313,13 @@ func randomPod(rng *rand.Rand, name string, kind int) *v1.Pod {
 		p = p.Label("app", "f").SpreadConstraint(1, "topology.kubernetes.io/zone", v1.DoNotSchedule, st.MakeLabelSelector().Exists("app").Obj(), nil, nil, nil, nil)
 	case 6:
 		p = plainPod(name, "3").Label("app", "g")
+	case 7: // soft spreading: PodTopologySpread scores every cycle
+		p = p.Label("app", "f").
+			SpreadConstraint(1, "kubernetes.io/hostname", v1.ScheduleAnyway, st.MakeLabelSelector().Exists("app").Obj(), nil, nil, nil, nil).
+			SpreadConstraint(2, "topology.kubernetes.io/zone", v1.ScheduleAnyway, st.MakeLabelSelector().Exists("app").Obj(), nil, nil, nil, nil)
+	case 8: // preferred (anti-)affinity: InterPodAffinity scores every cycle
+		p = p.Label("app", "g").PodAntiAffinityExists("app", "kubernetes.io/hostname", st.PodAntiAffinityWithPreferredReq).
+			PodAffinityExists("app", "topology.kubernetes.io/zone", st.PodAffinityWithPreferredReq)
 	}
 	return p.Obj()
 }
@@ -386,7 +406,7 @@ func sameDecisions(t *testing.T, seed uint64, parallelism int) {
 			}
 		}
 		if rng.IntN(4) == 0 { // runs of the same kind: consecutive pods of one signature
-			kind = rng.IntN(7)
+			kind = rng.IntN(numKinds)
 		}
 		pod := randomPod(rng, fmt.Sprint("p", i), kind)
 		r1, s1 := with.cycle(ctx, pod)
@@ -418,38 +438,4 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// BenchmarkCycle is SchedulingBasic's cycle without the API: 5,000 node-default nodes,
-// pod-default pods assumed on the chosen node one after another.
-//
-//	go test -run '^$' -bench Cycle -benchmem ./internal/scheduler/
-func BenchmarkCycle(b *testing.B) {
-	for _, cached := range []bool{false, true} {
-		b.Run(fmt.Sprint("equivalence cache ", cached), func(b *testing.B) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			t := &testing.T{}
-			h := newHarness(t, ctx, cached, parallelism(16))
-			for i := range 5000 {
-				n := st.MakeNode().Name(fmt.Sprintf("node-%d", i)).Label("kubernetes.io/hostname", fmt.Sprintf("node-%d", i)).
-					Label("topology.kubernetes.io/zone", "zone-0").
-					Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "4", v1.ResourceMemory: "32Gi", v1.ResourcePods: "110"}).Obj()
-				h.kc.setNode(n)
-			}
-			b.ResetTimer()
-			cpu0 := cpuTime()
-			defer func() { b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op") }()
-			for i := range b.N {
-				pod := plainPod(fmt.Sprint("p", i), "100m").Container("registry.k8s.io/pause:3.10.2").Obj()
-				res, s := h.cycle(ctx, pod)
-				if !s.IsSuccess() {
-					b.Fatal(s)
-				}
-				if err := h.kc.assume(bound(pod, res.host)); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
 }

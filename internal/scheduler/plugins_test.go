@@ -14,7 +14,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -33,6 +32,13 @@ type decision struct {
 // runtime).
 func newFramework(t *testing.T, ctx context.Context, lister fwk.SharedLister, nominator fwk.PodNominator, opts ...frameworkruntime.Option) framework.Framework {
 	t.Helper()
+	f, _ := newFrameworkPlugins(t, ctx, lister, nominator, opts...)
+	return f
+}
+
+// newFrameworkPlugins is newFramework with the plugin instances (newProfile).
+func newFrameworkPlugins(t *testing.T, ctx context.Context, lister fwk.SharedLister, nominator fwk.PodNominator, opts ...frameworkruntime.Option) (framework.Framework, *profilePlugins) {
+	t.Helper()
 	conf, err := DefaultConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -48,12 +54,15 @@ func newFramework(t *testing.T, ctx context.Context, lister fwk.SharedLister, no
 		frameworkruntime.WithClientSet(cs), frameworkruntime.WithInformerFactory(informers.NewSharedInformerFactory(cs, 0)),
 		frameworkruntime.WithSnapshotSharedLister(lister), frameworkruntime.WithPodNominator(nominator),
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap())}, opts...)
-	f, err := frameworkruntime.NewFramework(ctx, frameworkplugins.NewInTreeRegistry(), &prof, opts...)
+	f, pp, err := newProfile(ctx, &prof, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if pp == nil {
+		t.Fatal("the profile's plugin instances were not all seen built")
+	}
 	t.Cleanup(func() { _ = f.Close() })
-	return f
+	return f, pp
 }
 
 // decide runs PreFilter, Filter on every node, then PreScore and Score on the feasible

@@ -24,7 +24,6 @@ import (
 	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -163,13 +162,12 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		draManager = dynamicresources.NewDRAManager(ctx, claims, tracker, factory)
 	}
 
-	registry := frameworkplugins.NewInTreeRegistry()
 	hooks := map[string]*queueHooks{}
 	waiting, preBind := frameworkruntime.NewWaitingPodsMap(), frameworkruntime.NewPodsInPreBindMap()
 	var less fwk.LessFunc
 	for i := range s.conf.Profiles {
 		p := &s.conf.Profiles[i]
-		f, err := frameworkruntime.NewFramework(ctx, registry, p,
+		f, plugins, err := newProfile(ctx, p,
 			frameworkruntime.WithClientSet(client),
 			frameworkruntime.WithKubeConfig(s.restConfig),
 			frameworkruntime.WithInformerFactory(factory),
@@ -188,6 +186,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		}
 		defer f.Close()
 		r.profiles[p.SchedulerName] = f
+		r.equiv.register(p.SchedulerName, plugins)
 		h := &queueHooks{preEnqueue: f.PreEnqueuePlugins(), events: map[string][]fwk.ClusterEventWithHint{}}
 		for _, ext := range f.EnqueueExtensions() {
 			evs, err := ext.EventsToRegister(ctx)
