@@ -168,7 +168,7 @@ func kubeletSide(cs *kubernetes.Clientset, dir, kcfg string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return measure(cs, "localhost", pids["kubelet"], pids["containerd"])
+	return measure(cs, "localhost", pids["kubelet"], pids["containerd"], "")
 }
 
 // agentSide starts `kube agent` with its own containerd, measures, and stops it.
@@ -221,11 +221,13 @@ func agentSide(cs *kubernetes.Clientset, dir, kcfg string) (result, error) {
 	if b, err := os.ReadFile(filepath.Join(adir, "containerd", "containerd.pid")); err == nil {
 		ctrPid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
-	return measure(cs, node, cmd.Process.Pid, ctrPid)
+	return measure(cs, node, cmd.Process.Pid, ctrPid, filepath.Join(dir, "agent.log"))
 }
 
 // measure runs the three phases on node; pid is the node process, rtPid its runtime's.
-func measure(cs *kubernetes.Clientset, node string, pid, rtPid int) (result, error) {
+// traceLog, when set, is the agent's log: its "pod startup" lines split each startup into
+// steps (trace.go).
+func measure(cs *kubernetes.Clientset, node string, pid, rtPid int, traceLog string) (result, error) {
 	ctx := context.Background()
 	var r result
 	if err := waitNodeReady(cs, node, 3*time.Minute); err != nil {
@@ -261,10 +263,13 @@ func measure(cs *kubernetes.Clientset, node string, pid, rtPid int) (result, err
 	if err != nil {
 		return r, err
 	}
-	if r.batch, err = startPods(cs, batch, node, *n, false); err != nil {
+	var times []podTimes
+	if times, err = startPods(cs, batch, node, *n, false); err != nil {
 		return r, fmt.Errorf("batch: %w", err)
 	}
-	fmt.Printf("%s: batch of %d: p50 %s p99 %s\n", node, *n, pct(r.batch, 0.5), pct(r.batch, 0.99))
+	r.batch = startups(times)
+	fmt.Printf("%s: batch of %d: p50 %s p99 %s (load %s)\n", node, *n, pct(r.batch, 0.5), pct(r.batch, 0.99), loadavg())
+	breakdown(traceLog, batch, times)
 	if err := deleteAll(cs, batch); err != nil {
 		return r, err
 	}
@@ -272,10 +277,12 @@ func measure(cs *kubernetes.Clientset, node string, pid, rtPid int) (result, err
 	if err != nil {
 		return r, err
 	}
-	if r.serial, err = startPods(cs, serial, node, *n, true); err != nil {
+	if times, err = startPods(cs, serial, node, *n, true); err != nil {
 		return r, fmt.Errorf("serial: %w", err)
 	}
-	fmt.Printf("%s: %d one by one: p50 %s p99 %s\n", node, *n, pct(r.serial, 0.5), pct(r.serial, 0.99))
+	r.serial = startups(times)
+	fmt.Printf("%s: %d one by one: p50 %s p99 %s (load %s)\n", node, *n, pct(r.serial, 0.5), pct(r.serial, 0.99), loadavg())
+	breakdown(traceLog, serial, times)
 	if err := deleteAll(cs, serial); err != nil {
 		return r, err
 	}
@@ -300,18 +307,30 @@ func measure(cs *kubernetes.Clientset, node string, pid, rtPid int) (result, err
 	r.rtCPU = (cpuSeconds(rtPid) - rc0) / el
 	r.rssMB = maxRSS
 	r.anonMB = statusMB(pid, "RssAnon:")
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		r.load = strings.Join(strings.Fields(string(b))[:3], " ")
-	}
+	r.load = loadavg()
 	if err := deleteAll(cs, idleNS); err != nil {
 		return r, err
 	}
 	return r, nil
 }
 
+// podTimes are one pod's create call and the watch event that showed it Ready.
+type podTimes struct {
+	name           string
+	created, ready time.Time
+}
+
+func startups(ts []podTimes) []time.Duration {
+	out := make([]time.Duration, len(ts))
+	for i, t := range ts {
+		out[i] = t.ready.Sub(t.created)
+	}
+	return out
+}
+
 // startPods creates count pods on node in ns (all at once, or each after the previous is
-// Ready) and returns each pod's create → Ready time as a watch sees it.
-func startPods(cs *kubernetes.Clientset, ns, node string, count int, serial bool) ([]time.Duration, error) {
+// Ready) and returns each pod's create and Ready times as a watch sees them.
+func startPods(cs *kubernetes.Clientset, ns, node string, count int, serial bool) ([]podTimes, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
@@ -321,7 +340,7 @@ func startPods(cs *kubernetes.Clientset, ns, node string, count int, serial bool
 	defer w.Stop()
 	var mu sync.Mutex
 	created := map[string]time.Time{}
-	ready := map[string]time.Duration{}
+	ready := map[string]time.Time{}
 	readyCh := make(chan string, count)
 	failed := make(chan error, 1)
 	go func() {
@@ -341,9 +360,9 @@ func startPods(cs *kubernetes.Clientset, ns, node string, count int, serial bool
 			}
 			now := time.Now()
 			mu.Lock()
-			if t, ok := created[p.Name]; ok {
+			if _, ok := created[p.Name]; ok {
 				if _, done := ready[p.Name]; !done {
-					ready[p.Name] = now.Sub(t)
+					ready[p.Name] = now
 					readyCh <- p.Name
 				}
 			}
@@ -394,9 +413,9 @@ func startPods(cs *kubernetes.Clientset, ns, node string, count int, serial bool
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	out := make([]time.Duration, 0, len(ready))
-	for _, d := range ready {
-		out = append(out, d)
+	out := make([]podTimes, 0, len(ready))
+	for name, at := range ready {
+		out = append(out, podTimes{name: name, created: created[name], ready: at})
 	}
 	return out, nil
 }
@@ -528,4 +547,84 @@ func freePort() int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+// breakdown prints where ns's startups went, from the agent's "pod startup" log lines
+// (unix milliseconds of each step) and the bench's own create and Ready times.
+func breakdown(traceLog, ns string, times []podTimes) {
+	if traceLog == "" {
+		return
+	}
+	b, err := os.ReadFile(traceLog)
+	if err != nil {
+		fmt.Println("  no breakdown:", err)
+		return
+	}
+	traces := map[string]map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, `msg="pod startup"`) || !strings.Contains(line, " pod="+ns+"/") {
+			continue
+		}
+		f := map[string]float64{}
+		name := ""
+		for _, kv := range strings.Fields(line) {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				continue
+			}
+			if k == "pod" {
+				name = strings.TrimPrefix(v, ns+"/")
+				continue
+			}
+			if x, err := strconv.ParseFloat(v, 64); err == nil {
+				f[k] = x
+			}
+		}
+		traces[name] = f
+	}
+	steps := []struct{ name, from, to string }{
+		{"create call → agent sees the pod", "created", "seen"},
+		{"seen → RunPodSandbox (pending status, volumes, cgroup)", "seen", "sandbox"},
+		{"RunPodSandbox", "sandbox", "sandboxDone"},
+		{"sandbox → CreateContainer (status, image, env)", "sandboxDone", "create"},
+		{"CreateContainer", "create", "createDone"},
+		{"StartContainer", "createDone", "startDone"},
+		{"started → Ready written", "startDone", "readyWritten"},
+		{"Ready written → bench's watch sees it", "readyWritten", "ready"},
+		{"total", "created", "ready"},
+	}
+	cols := make([][]time.Duration, len(steps))
+	writes := 0.0
+	for _, t := range times {
+		f, ok := traces[t.name]
+		if !ok {
+			continue
+		}
+		f["created"] = float64(t.created.UnixMicro()) / 1e3
+		f["ready"] = float64(t.ready.UnixMicro()) / 1e3
+		writes += f["statusWrites"]
+		for i, s := range steps {
+			cols[i] = append(cols[i], time.Duration((f[s.to]-f[s.from])*float64(time.Millisecond)))
+		}
+	}
+	if len(cols[0]) == 0 {
+		fmt.Println("  no pod startup lines in", traceLog)
+		return
+	}
+	fmt.Printf("  %-56s %9s %9s %9s  (%d pods, %.1f status writes each)\n", "step", "p50", "p99", "mean", len(cols[0]), writes/float64(len(cols[0])))
+	for i, s := range steps {
+		var sum time.Duration
+		for _, d := range cols[i] {
+			sum += d
+		}
+		fmt.Printf("  %-56s %9s %9s %9s\n", s.name, pct(cols[i], 0.5), pct(cols[i], 0.99), (sum / time.Duration(len(cols[i]))).Round(time.Millisecond))
+	}
 }
