@@ -2,9 +2,11 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -98,11 +100,18 @@ func (c *nodeCache) isAssumed(uid types.UID) bool {
 	return ok && st.assumed
 }
 
-// addPod records a bound pod (the informer's view), replacing its assumed copy.
+// addPod records a bound pod (the informer's view), replacing its assumed copy — unless
+// the bound pod is the assumed one as the plugins see it (sameOnNode): then the node keeps
+// the assumed copy, its NodeInfo unchanged (no new generation: the snapshot is not copied
+// again and the equivalence cache's entries for the node stay valid).
 func (c *nodeCache) addPod(pod *v1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if st, ok := c.pods[pod.UID]; ok {
+		if st.assumed && countsOnNode(pod) && sameOnNode(st.pod, pod) {
+			st.assumed = false
+			return
+		}
 		c.removePodLocked(st.pod)
 	}
 	if !countsOnNode(pod) {
@@ -117,6 +126,29 @@ func (c *nodeCache) removePod(pod *v1.Pod) {
 	if st, ok := c.pods[pod.UID]; ok {
 		c.removePodLocked(st.pod)
 	}
+}
+
+// sameOnNode: a and b differ at most in what a binding writes beside spec.nodeName (the
+// same in both here) — resourceVersion, generation, managedFields and the PodScheduled
+// condition —, none of which a plugin or preemption reads of a pod on a node.
+func sameOnNode(a, b *v1.Pod) bool {
+	x, y := *a, *b // shallow copies: only fields are replaced, nothing is written through
+	x.ResourceVersion, y.ResourceVersion = "", ""
+	x.Generation, y.Generation = 0, 0
+	x.ManagedFields, y.ManagedFields = nil, nil
+	x.Status.Conditions, y.Status.Conditions = otherConditions(a.Status.Conditions), otherConditions(b.Status.Conditions)
+	return equality.Semantic.DeepEqual(&x, &y)
+}
+
+func otherConditions(cs []v1.PodCondition) []v1.PodCondition {
+	if !slices.ContainsFunc(cs, func(c v1.PodCondition) bool { return c.Type == v1.PodScheduled }) {
+		return cs
+	}
+	out := slices.DeleteFunc(slices.Clone(cs), func(c v1.PodCondition) bool { return c.Type == v1.PodScheduled })
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // countsOnNode: pods that ended hold nothing on their node (upstream's informer does not

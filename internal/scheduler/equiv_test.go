@@ -371,9 +371,16 @@ func sameDecisions(t *testing.T, seed uint64, parallelism int) {
 				placed = append(placed[:k], placed[k+1:]...)
 				both(func(h *harness) { h.kc.removePod(p) })
 			}
-		case 4: // the informer reports an assumed pod bound
+		case 4: // the informer reports an assumed pod bound, as assumed or changed since
 			if len(placed) > 0 {
-				p := placed[rng.IntN(len(placed))]
+				k := rng.IntN(len(placed))
+				p := placed[k].DeepCopy()
+				p.ResourceVersion = fmt.Sprint(i)
+				p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}}
+				if rng.IntN(2) == 0 {
+					p.Labels = map[string]string{"app": "g"}
+				}
+				placed[k] = p
 				both(func(h *harness) { h.kc.addPod(p) })
 			}
 		case 5: // an existing pod with required or preferred anti-affinity to app=g

@@ -227,7 +227,8 @@ func TestPluginsThroughShell(t *testing.T) {
 }
 
 // TestCacheForgetAndRebind: an assumed pod taken back frees its node; the informer's bound
-// copy replaces the assumed one (counted once).
+// copy replaces the assumed one (counted once), or leaves the node's NodeInfo as it is when
+// it differs only in what the binding wrote.
 func TestCacheForgetAndRebind(t *testing.T) {
 	kc, snap := newNodeCache(), newSnapshot()
 	kc.setNode(zoneNode("n", "a", "4"))
@@ -256,6 +257,36 @@ func TestCacheForgetAndRebind(t *testing.T) {
 		t.Fatalf("requested %d after the pod ended", got)
 	}
 	q := bound(st.MakePod().Namespace("ns").Name("q").UID("q").Req(map[v1.ResourceName]string{v1.ResourceCPU: "2"}).Obj(), "n")
+	_ = kc.assume(q)
+	kc.updateSnapshot(snap)
+	assumedInfo, gen := snap.infos["n"], snap.infos["n"].Generation
+	// The binding as the informer reports it: another resourceVersion, PodScheduled=True.
+	q2 := q.DeepCopy()
+	q2.ResourceVersion = "7"
+	q2.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}}
+	kc.addPod(q2)
+	kc.updateSnapshot(snap)
+	if snap.infos["n"] != assumedInfo || snap.infos["n"].Generation != gen || kc.isAssumed("q") {
+		t.Fatalf("an unchanged binding changed the node (generation %d → %d) or left the pod assumed (%v)", gen, snap.infos["n"].Generation, kc.isAssumed("q"))
+	}
+	q3 := q2.DeepCopy()
+	q3.Labels = map[string]string{"app": "x"} // a change after the binding
+	kc.addPod(q3)
+	kc.updateSnapshot(snap)
+	if got := snap.infos["n"]; got.Generation == gen || len(got.Pods) != 1 || got.Pods[0].GetPod().Labels["app"] != "x" {
+		t.Fatalf("a changed pod did not replace its copy on the node: %d pods, generation %d", len(got.Pods), got.Generation)
+	}
+	r := bound(st.MakePod().Namespace("ns").Name("r").UID("r").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj(), "n")
+	_ = kc.assume(r)
+	r2 := r.DeepCopy()
+	r2.Labels = map[string]string{"app": "y"} // changed while the binding was in flight
+	kc.addPod(r2)
+	kc.updateSnapshot(snap)
+	if got := snap.infos["n"]; len(got.Pods) != 2 || got.Pods[1].GetPod().Labels["app"] != "y" || got.Requested.MilliCPU != 3000 {
+		t.Fatalf("a bound pod unlike its assumed copy was not taken: %d pods, %d mCPU", len(got.Pods), got.Requested.MilliCPU)
+	}
+	kc.removePod(q3)
+	kc.removePod(r2)
 	_ = kc.assume(q)
 	kc.forget(q)
 	kc.removeNode("n")
