@@ -324,6 +324,13 @@ func (r *run) bindingCycle(ctx context.Context, f framework.Framework, state fwk
 		return
 	}
 	r.queue.done(pod.UID)
+	select {
+	case r.bindSlots <- struct{}{}:
+		defer func() { <-r.bindSlots }()
+	case <-ctx.Done():
+		r.bindFailed(ctx, f, state, assumed, host, cycle, fwk.AsStatus(ctx.Err()), start)
+		return
+	}
 	if s := f.RunPreBindPlugins(ctx, state, pod, host); !s.IsSuccess() {
 		r.bindFailed(ctx, f, state, assumed, host, cycle, s, start)
 		return

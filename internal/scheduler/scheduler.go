@@ -117,6 +117,7 @@ type run struct {
 	nextStart  int
 	statusBuf  []*fwk.Status // filter's, reused
 	binds      sync.WaitGroup
+	bindSlots  chan struct{} // one per binding cycle past Permit (maxBindsInFlight)
 	clock      clock.WithTicker
 }
 
@@ -137,7 +138,8 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	defer broadcaster.Shutdown()
 
 	r := &run{s: s, client: client, log: s.log, profiles: map[string]framework.Framework{}, cache: newNodeCache(), snap: newSnapshot(),
-		podLister: factory.Core().V1().Pods().Lister(), percentage: s.conf.PercentageOfNodesToScore, clock: clock.RealClock{}}
+		podLister: factory.Core().V1().Pods().Lister(), percentage: s.conf.PercentageOfNodesToScore, clock: clock.RealClock{},
+		bindSlots: make(chan struct{}, maxBindsInFlight)}
 	if !s.noEquiv {
 		r.equiv = newEquivCache()
 		s.equiv.Store(r.equiv)
@@ -239,6 +241,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 func parallelism(configured int32) int {
 	return max(1, min(int(configured), runtime.GOMAXPROCS(0)))
 }
+
+// maxBindsInFlight bounds the binding cycles that talk to the server at once. Past the
+// server's HTTP/2 stream limit (Go's default 250) the client opens another TLS connection
+// per excess request — a handshake each, several milliseconds of CPU — and a server that
+// is behind gains nothing from more requests waiting in it; the cycles wait here instead
+// (scheduling goes on: the pods are assumed).
+const maxBindsInFlight = 100
 
 // errNoNodes is upstream's ErrNoNodesAvailable.
 var errNoNodes = errors.New("no nodes available to schedule pods")
