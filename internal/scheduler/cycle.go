@@ -291,11 +291,15 @@ func (r *run) filter(ctx context.Context, f framework.Framework, state fwk.Cycle
 	if cached {
 		feasiblePos = feasiblePos[:len(feasible)]
 	}
+	// The diagnosis is read only when no node is feasible (FitError, preemption); a
+	// cycle that found nodes does not build it (a map entry per rejected node).
 	processed := len(feasible)
 	for i, s := range statuses {
 		if s != nil {
-			diagnosis.NodeToStatus.Set(nodes[(startAt+i)%n].Node().Name, s)
-			diagnosis.AddPluginStatus(s)
+			if len(feasible) == 0 {
+				diagnosis.NodeToStatus.Set(nodes[(startAt+i)%n].Node().Name, s)
+				diagnosis.AddPluginStatus(s)
+			}
 			processed++
 		}
 	}
