@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 
@@ -47,6 +48,11 @@ type Attributes struct {
 	// Options are the request's CreateOptions, UpdateOptions or DeleteOptions as JSON-ready
 	// values (may be nil).
 	Options map[string]any
+	// Internal and OldInternal, when set (validating admission only), are Object and
+	// OldObject in upstream's internal types, as the kind's validation converted them a
+	// moment before: plugins that read upstream's types use them instead of converting
+	// again. Read-only.
+	Internal, OldInternal runtime.Object
 	// TypeConverter returns the kind's structured-merge-diff type converter (for
 	// MutatingAdmissionPolicies' ApplyConfigurations); nil: the deduced one.
 	TypeConverter func() managedfields.TypeConverter

@@ -263,6 +263,30 @@ type ContextStrategy interface {
 	ValidateUpdateContext(ctx context.Context, obj, old *unstructured.Unstructured, subresource string) error
 }
 
+// Validated carries, through a write's validation context, the forms in upstream's internal
+// types of the object and the stored object that a ContextStrategy converted to validate
+// them, so that validating admission, which reads the same objects, does not convert them
+// again. Content is the map the strategy left in obj.Object, converted from Object: the
+// forms stand for obj only while obj.Object is that same map and nothing changed it in place
+// (the handler runs validating admission right after validation). Both are read-only.
+type Validated struct {
+	Content     map[string]any
+	Object, Old runtime.Object
+}
+
+type validatedKey struct{}
+
+// WithValidated returns ctx carrying v for a ContextStrategy to fill.
+func WithValidated(ctx context.Context, v *Validated) context.Context {
+	return context.WithValue(ctx, validatedKey{}, v)
+}
+
+// ValidatedFrom is the holder of ctx, or nil.
+func ValidatedFrom(ctx context.Context) *Validated {
+	v, _ := ctx.Value(validatedKey{}).(*Validated)
+	return v
+}
+
 // GracefulDeleter is implemented by strategies of kinds whose objects are deleted
 // gracefully (pods): a delete first sets deletionTimestamp to now plus the grace period and
 // leaves the object for its node to stop; a delete with grace 0 removes it.

@@ -12,19 +12,24 @@ import (
 type Registry struct {
 	mu    sync.RWMutex
 	byGVR map[schema.GroupVersionResource]*Kind
+	// byGV counts the resources of each served group-version.
+	byGV map[schema.GroupVersion]int
 	// generation moves on every change so that discovery and OpenAPI can cache their output.
 	generation uint64
 }
 
 // New returns an empty registry.
 func New() *Registry {
-	return &Registry{byGVR: map[schema.GroupVersionResource]*Kind{}}
+	return &Registry{byGVR: map[schema.GroupVersionResource]*Kind{}, byGV: map[schema.GroupVersion]int{}}
 }
 
 // Add registers (or replaces) a kind.
 func (r *Registry) Add(k *Kind) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if _, ok := r.byGVR[k.GVR()]; !ok {
+		r.byGV[k.GVR().GroupVersion()]++
+	}
 	r.byGVR[k.GVR()] = k
 	r.generation++
 }
@@ -35,6 +40,9 @@ func (r *Registry) Remove(gvr schema.GroupVersionResource) {
 	defer r.mu.Unlock()
 	if _, ok := r.byGVR[gvr]; ok {
 		delete(r.byGVR, gvr)
+		if r.byGV[gvr.GroupVersion()]--; r.byGV[gvr.GroupVersion()] <= 0 {
+			delete(r.byGV, gvr.GroupVersion())
+		}
 		r.generation++
 	}
 }
@@ -45,6 +53,13 @@ func (r *Registry) Lookup(gvr schema.GroupVersionResource) (*Kind, bool) {
 	defer r.mu.RUnlock()
 	k, ok := r.byGVR[gvr]
 	return k, ok
+}
+
+// ServesGroupVersion says whether any resource of a group-version is served.
+func (r *Registry) ServesGroupVersion(gv schema.GroupVersion) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byGV[gv] > 0
 }
 
 // Generation changes whenever a kind is added or removed.

@@ -110,7 +110,7 @@ func (s *Server) newSecurity() (*security, error) {
 	// Built-in plugins first, as kube-apiserver orders them; ResourceQuota last, after the
 	// validating webhooks (internal/admission/builtin).
 	served := func(gvr schema.GroupVersionResource) bool { _, ok := s.Registry.Lookup(gvr); return ok }
-	if sec.builtin, err = builtin.New(builtin.Options{Config: cfg, Served: served, Log: s.opts.Log.With("component", "admission")}); err != nil {
+	if sec.builtin, err = builtin.New(builtin.Options{Config: cfg, Served: served, Pods: cachePods{s}, Log: s.opts.Log.With("component", "admission")}); err != nil {
 		return nil, err
 	}
 	sec.admission = &admission.Chain{

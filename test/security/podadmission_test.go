@@ -9,8 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"kubeos.dev/kube/internal/server/servertest"
 )
@@ -241,6 +245,18 @@ func TestPodSecurityWarn(t *testing.T) {
 			return nil
 		})
 	}
+	// Enforcing a level on a namespace warns about its existing pods: PodSecurity lists
+	// them (from the server's pod cache).
+	_, errOut, err := podadmissionRun(t, "", "label", "ns", ns, "pod-security.kubernetes.io/enforce=baseline")
+	if err != nil {
+		t.Fatalf("label: %v %s", err, errOut)
+	}
+	for _, want := range []string{`Warning: existing pods in namespace "` + ns + `" violate the new PodSecurity enforce level "baseline:latest"`,
+		`Warning: host-1-27 (and 1 other pod): hostPath volumes`} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("enforcing baseline on a namespace with hostPath pods: stderr %q, want %q", errOut, want)
+		}
+	}
 }
 
 // TestResourceQuota: a pod past the quota's CPU limit is refused with upstream's message.
@@ -308,6 +324,9 @@ rules:
 - apiGroups: [""]
   resources: [nodes, nodes/status, pods, pods/status]
   verbs: [get, list, update, patch]
+- apiGroups: [""]
+  resources: [pods/eviction]
+  verbs: [create]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
@@ -350,6 +369,23 @@ subjects:
 	}
 	if errOut, err := asX("patch", "pod", "on-x", "-n", ns, "--subresource=status", "--type=merge", "-p", patch); err != nil {
 		t.Errorf("node-x patching the status of its own pod: %v %s", err, errOut)
+	}
+	// An eviction is a create of pods/eviction and goes through admission: NodeRestriction
+	// looks the pod up (in the server's pod cache) and lets a node evict only its own pods.
+	xcfg, err := clientcmd.BuildConfigFromFlags("", x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(xcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cs.CoreV1().Pods(ns).EvictV1(context.Background(), &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "on-y", Namespace: ns}})
+	if want := `node node-x can only evict pods with spec.nodeName set to itself`; !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("node-x evicting a pod on node-y: %v, want 403 %q", err, want)
+	}
+	if err := cs.CoreV1().Pods(ns).EvictV1(context.Background(), &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "on-x", Namespace: ns}}); err != nil {
+		t.Errorf("node-x evicting its own pod: %v", err)
 	}
 }
 

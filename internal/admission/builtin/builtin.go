@@ -32,6 +32,7 @@ import (
 	"k8s.io/kubernetes/plugin/pkg/admission/limitranger"
 	"k8s.io/kubernetes/plugin/pkg/admission/noderestriction"
 	"k8s.io/kubernetes/plugin/pkg/admission/nodetaint"
+	"k8s.io/kubernetes/plugin/pkg/admission/podtopologylabels"
 	podpriority "k8s.io/kubernetes/plugin/pkg/admission/priority"
 	"k8s.io/kubernetes/plugin/pkg/admission/runtimeclass"
 	"k8s.io/kubernetes/plugin/pkg/admission/security/podsecurity"
@@ -98,6 +99,7 @@ var Plugins = []plugin{
 	{storageobjectinuseprotection.PluginName, storageobjectinuseprotection.Register, needs()},
 	{resize.PluginName, resize.Register, needs(storageClasses)},
 	{runtimeclass.PluginName, runtimeclass.Register, needs(runtimeClasses)},
+	{podtopologylabels.PluginName, podtopologylabels.Register, needs(nodes)},
 	{resourcequota.PluginName, resourcequota.Register, needs(resourceQuotas)},
 }
 
@@ -113,6 +115,8 @@ type Options struct {
 	Disabled []string
 	// Log receives one line per left-out plugin.
 	Log *slog.Logger
+	// Pods, when set, is where the plugins read pods instead of an informer of their own.
+	Pods PodSource
 }
 
 // Builtin runs upstream's plugins behind Kube's admission interface.
@@ -156,13 +160,17 @@ func newBuiltin(cs kubernetes.Interface, o Options) (*Builtin, error) {
 	}
 	b := &Builtin{factory: informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(dropManagedFields)),
 		stop: make(chan struct{})}
+	factory := b.factory
+	if o.Pods != nil {
+		factory = withPods(factory, o.Pods)
+	}
 	// The quota evaluators count only resources the server serves.
-	quotaConfig, err := quotaConfiguration(b.factory, served)
+	quotaConfig, err := quotaConfiguration(factory, served)
 	if err != nil {
 		return nil, err
 	}
 	inits := upstream.PluginInitializers{
-		initializer.New(cs, nil, b.factory, &sarAuthorizer{client: cs}, utilfeature.DefaultFeatureGate,
+		initializer.New(cs, nil, factory, &sarAuthorizer{client: cs}, utilfeature.DefaultFeatureGate,
 			compatibility.NewEffectiveVersionFromString(KubernetesVersion, "", ""), b.stop, nil),
 		cpadmission.NewPluginInitializer(quotaConfig, exclusion.Excluded()),
 	}

@@ -102,6 +102,8 @@ type converted struct {
 
 	objOnce, oldOnce sync.Once
 	objIn, oldIn     runtime.Object
+	// given and oldGiven are the caller's internal forms of obj and old (validating only).
+	given, oldGiven runtime.Object
 	// before is a copy of the internal object as converted, to tell whether a mutating
 	// plugin changed it (nil when not converted or unstructured).
 	before runtime.Object
@@ -118,6 +120,9 @@ func convert(ctx context.Context, a *admission.Attributes, mutating bool) (*conv
 	}
 	c := &converted{audit: request.AuditFrom(ctx), obj: a.Object, old: a.OldObject, copyObj: mutating,
 		objGVK: objectKind(a.Object, a.Kind), oldGVK: objectKind(a.OldObject, a.Kind)}
+	if !mutating {
+		c.given, c.oldGiven = a.Internal, a.OldInternal
+	}
 	kind := a.Kind
 	if a.Subresource != "" {
 		// A subresource's own kind (Binding, Eviction, Scale), as upstream's handlers pass it.
@@ -146,6 +151,10 @@ func (c *converted) conversionErr() error {
 // GetObject is the proposed object as its internal type.
 func (c *converted) GetObject() runtime.Object {
 	c.objOnce.Do(func() {
+		if c.given != nil {
+			c.objIn = c.given
+			return
+		}
 		// Defaults once, for the mutating plugins; by validating admission the object has
 		// been through them and the kind's strategy, and a stored object has its defaults.
 		in, err := toInternal(c.obj, c.objGVK, c.copyObj)
@@ -169,6 +178,10 @@ func (c *converted) GetObject() runtime.Object {
 // GetOldObject is the stored object as its internal type.
 func (c *converted) GetOldObject() runtime.Object {
 	c.oldOnce.Do(func() {
+		if c.oldGiven != nil {
+			c.oldIn = c.oldGiven
+			return
+		}
 		in, err := toInternal(c.old, c.oldGVK, false)
 		if err != nil {
 			c.fail(err)

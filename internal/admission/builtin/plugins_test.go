@@ -97,7 +97,7 @@ func TestEnabledInUpstreamOrder(t *testing.T) {
 	b := startBuiltin(t)
 	want := []string{"NamespaceLifecycle", "LimitRanger", "ServiceAccount", "NodeRestriction", "TaintNodesByCondition",
 		"PodSecurity", "Priority", "DefaultTolerationSeconds", "DefaultStorageClass", "StorageObjectInUseProtection",
-		"PersistentVolumeClaimResize", "RuntimeClass", "ResourceQuota"}
+		"PersistentVolumeClaimResize", "RuntimeClass", "PodTopologyLabels", "ResourceQuota"}
 	if got := strings.Join(b.Enabled(), ","); got != strings.Join(want, ",") {
 		t.Fatalf("enabled = %s\nwant      %s", got, strings.Join(want, ","))
 	}

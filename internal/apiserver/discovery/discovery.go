@@ -457,8 +457,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		doc = s.document(path, "")
 	}
 	if doc == nil {
-		writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound,
-			"the server could not find the requested resource")
+		// A group or version nobody serves: kube-apiserver's not-found handler answers
+		// plain text.
+		http.NotFound(w, r)
 		return
 	}
 	hdr := w.Header()

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "sigs.k8s.io/json"
 
+	"kubeos.dev/kube/internal/admission"
 	"kubeos.dev/kube/internal/registry"
 )
 
@@ -93,12 +94,36 @@ func (c *call) createSubresource(sr *registry.Subresource) {
 			return
 		}
 	}
+	if err := c.admitSubresource(sr, obj, o.dryRun); err != nil {
+		c.fail(err)
+		return
+	}
 	out, err := sr.Create(c.ctx, c.objNamespace(), c.info.Name, obj)
 	if err != nil {
 		c.fail(err)
 		return
 	}
 	writeJSON(c.w, http.StatusCreated, out.Object)
+}
+
+// admitSubresource runs mutating and validating admission on the body of a subresource
+// create (a Binding, an Eviction, a TokenRequest), as kube-apiserver's create handler does
+// for every create: its kind is the body's, its resource and subresource the URL's. So
+// PodTopologyLabels copies the node's zone and region onto a Binding, and webhooks and
+// policies registered for pods/eviction or pods/binding are called.
+func (c *call) admitSubresource(sr *registry.Subresource, obj *unstructured.Unstructured, dryRun bool) error {
+	if c.h.admission == nil {
+		return nil
+	}
+	a := c.attributes(admission.Create, obj, nil, dryRun)
+	a.Kind = schema.GroupVersionKind{Group: sr.Group, Version: sr.Version, Kind: sr.Kind}
+	a.Name = c.info.Name
+	// The pod's type converter does not describe the body's kind; policies deduce its types.
+	a.TypeConverter = nil
+	if err := admissionError(c.h.admission.Admit(c.admissionContext(), a), c); err != nil {
+		return err
+	}
+	return admissionError(c.h.admission.Validate(c.admissionContext(), a), c)
 }
 
 // checkTypedFields applies fieldValidation to a body of a Go type other than the call's kind.

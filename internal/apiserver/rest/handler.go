@@ -101,6 +101,9 @@ type call struct {
 	info *request.Info
 	kind *registry.Kind
 	gr   schema.GroupResource
+	// validated holds the internal-type objects the kind's validation of the write made
+	// (see registry.Validated), for validating admission.
+	validated *registry.Validated
 }
 
 func (c *call) fail(err error) {
@@ -117,6 +120,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	c.gr = gvr.GroupResource()
 	kind, ok := h.reg.Lookup(gvr)
+	if !ok && !h.reg.ServesGroupVersion(gvr.GroupVersion()) {
+		// A path no served group-version owns falls through kube-apiserver's handler chain
+		// to its not-found handler, which answers plain text; client-go then words the
+		// error itself ("the server could not find the requested resource (get x.y)").
+		http.NotFound(w, r)
+		return
+	}
 	if !ok || !info.IsResourceRequest {
 		WriteStatus(w, ResourceNotFound())
 		return

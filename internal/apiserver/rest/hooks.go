@@ -2,6 +2,7 @@ package rest
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,7 +57,18 @@ func (c *call) validateAdmission(op admission.Operation, obj, old *unstructured.
 	if c.h.admission == nil {
 		return nil
 	}
-	return admissionError(c.h.admission.Validate(c.admissionContext(), c.attributes(op, obj, old, dryRun)), c)
+	a := c.attributes(op, obj, old, dryRun)
+	if v := c.validated; v != nil && obj != nil && v.Object != nil && sameMap(v.Content, obj.Object) &&
+		(c.info.Subresource == "" || c.info.Subresource == "status") {
+		// Validation converted these objects a moment ago; nothing changed them since.
+		a.Internal, a.OldInternal = v.Object, v.Old
+	}
+	return admissionError(c.h.admission.Validate(c.admissionContext(), a), c)
+}
+
+// sameMap says whether a and b are the same map (not equal maps).
+func sameMap(a, b map[string]any) bool {
+	return a != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // admissionContext lets admission add Warning headers to the response.

@@ -261,7 +261,8 @@ func (c *call) checkNamespace(obj *unstructured.Unstructured) error {
 func (c *call) validate(obj, old *unstructured.Unstructured) error {
 	st := c.kind.StrategyOrDefault()
 	if cs, ok := st.(registry.ContextStrategy); ok {
-		ctx := c.admissionContext()
+		c.validated = &registry.Validated{}
+		ctx := registry.WithValidated(c.admissionContext(), c.validated)
 		if old == nil {
 			return cs.ValidateCreateContext(ctx, obj)
 		}
@@ -627,6 +628,9 @@ func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next fun
 		if err := c.validateAdmission(admission.Update, obj, cur, o.dryRun); err != nil {
 			return nil, err
 		}
+		if deleteDuringUpdate(cur, obj, c.holdsDeletion) {
+			return nil, &emptiedHolds{stored: stored}
+		}
 		if o.dryRun {
 			return obj, nil
 		}
@@ -641,7 +645,13 @@ func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next fun
 		if pre != nil && pre.ResourceVersion != cur.GetResourceVersion() {
 			return nil, statusError(&storage.Error{Kind: storage.ErrConflict, Key: key}, c.gr, c.info.Name)
 		}
-		return fn(cur)
+		out, err := fn(cur)
+		var emptied *emptiedHolds
+		if errors.As(err, &emptied) {
+			// What the delete would remove, as upstream's dry-run delete answers.
+			return c.fromStorage1(emptied.stored)
+		}
+		return out, err
 	}
 	// Start from the watch cache's copy when it has one: a fresh copy saves the read from
 	// etcd, a stale one costs only a retry (the write is a compare-and-swap either way).
@@ -649,21 +659,52 @@ func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next fun
 	if cached, err := c.h.caches.Get(c.kind.Prefix(), c.kind.AttrFunc()).Get(c.ctx, key, 0); err == nil {
 		current = cached
 	}
-	updated, err := c.h.store.GuaranteedUpdate(c.ctx, key, storage.UpdateOptions{Preconditions: pre, Current: current}, fn)
-	if err != nil {
-		return nil, statusError(err, c.gr, c.info.Name)
-	}
-	c.hintCollector(updated)
-	if updated.GetDeletionTimestamp() != nil && !c.holdsDeletion(updated) {
-		last, err := c.h.store.Delete(c.ctx, key, storage.DeleteOptions{Preconditions: &storage.Preconditions{UID: updated.GetUID(), ResourceVersion: updated.GetResourceVersion()}})
-		if err != nil && !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrConflict) {
+	for {
+		updated, err := c.h.store.GuaranteedUpdate(c.ctx, key, storage.UpdateOptions{Preconditions: pre, Current: current}, fn)
+		var emptied *emptiedHolds
+		if errors.As(err, &emptied) {
+			// The update would release the object's last hold: it is deleted instead, in
+			// one DELETED event, if nothing wrote it meanwhile (else the update runs again
+			// on what is there now).
+			last, err := c.h.store.Delete(c.ctx, key, storage.DeleteOptions{Preconditions: &storage.Preconditions{
+				UID: emptied.stored.GetUID(), ResourceVersion: emptied.stored.GetResourceVersion()}})
+			if errors.Is(err, storage.ErrConflict) && c.ctx.Err() == nil {
+				current = nil
+				continue
+			}
+			if err != nil {
+				return nil, statusError(err, c.gr, c.info.Name)
+			}
+			settle(false)
+			c.afterDelete(last)
+			return c.fromStorage1(last)
+		}
+		if err != nil {
 			return nil, statusError(err, c.gr, c.info.Name)
 		}
-		if err == nil {
-			c.afterDelete(last)
-		}
+		c.hintCollector(updated)
+		return c.fromStorage1(updated)
 	}
-	return c.fromStorage1(updated)
+}
+
+// emptiedHolds stops an update that would remove the last hold (finalizer) of an object
+// being deleted: stored is the object as it is stored now.
+type emptiedHolds struct{ stored *unstructured.Unstructured }
+
+func (*emptiedHolds) Error() string {
+	return "the update removes the last finalizer of an object being deleted"
+}
+
+// deleteDuringUpdate says whether an update of cur to obj deletes the object instead, as
+// kube-apiserver's store decides (genericregistry.Store.shouldDeleteDuringUpdate): its
+// deletion was requested, the update leaves nothing holding it, and no grace period runs
+// (a pod being stopped by its kubelet stays until the kubelet's final delete).
+func deleteDuringUpdate(cur, obj *unstructured.Unstructured, holds func(*unstructured.Unstructured) bool) bool {
+	if cur.GetDeletionTimestamp() == nil || holds(obj) {
+		return false
+	}
+	g := cur.GetDeletionGracePeriodSeconds()
+	return g == nil || *g == 0
 }
 
 // hintCollector tells the garbage collector about a stored object that has

@@ -73,6 +73,18 @@ func (d *Deps) bind(ctx context.Context, namespace, name string, obj *unstructur
 			}
 			pod.SetAnnotations(ann)
 		}
+		if len(b.Labels) > 0 {
+			// The Binding's labels (the node's zone and region, which PodTopologyLabels
+			// admission put there) go onto the pod, as upstream's BindingREST copies them.
+			labels := pod.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			for k, v := range b.Labels {
+				labels[k] = v
+			}
+			pod.SetLabels(labels)
+		}
 		setCondition(pod, "PodScheduled", "True", now)
 		return pod, nil
 	})

@@ -78,6 +78,15 @@ func toInternalWith(u map[string]any, gvk schema.GroupVersionKind, defaults bool
 
 // fromInternal encodes an internal object as an unstructured object of version gvk.
 func fromInternal(in runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
+	ext, err := defaultedExternal(in, gvk)
+	if err != nil {
+		return nil, err
+	}
+	return toUnstructured(ext, gvk)
+}
+
+// defaultedExternal converts an internal object to version gvk, with its defaults.
+func defaultedExternal(in runtime.Object, gvk schema.GroupVersionKind) (runtime.Object, error) {
 	ext, err := scheme.New(gvk)
 	if err != nil {
 		return nil, err
@@ -89,7 +98,7 @@ func fromInternal(in runtime.Object, gvk schema.GroupVersionKind) (map[string]an
 	// cleared after the request was defaulted (a PVC's status on create) is served with its
 	// defaults (phase Pending), so it is stored with them here.
 	scheme.Default(ext)
-	return toUnstructured(ext, gvk)
+	return ext, nil
 }
 
 func toUnstructured(ext runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {

@@ -14,6 +14,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/kubernetes/pkg/apis/batch"
 
 	"kubeos.dev/kube/internal/apiserver/request"
 	"kubeos.dev/kube/internal/registry"
@@ -41,7 +42,30 @@ var (
 	_ registry.GracefulDeleter = (*strategy)(nil)
 )
 
-func (s *strategy) PrepareForCreate(obj *unstructured.Unstructured)    { defaulted(obj, s.gvk) }
+func (s *strategy) PrepareForCreate(obj *unstructured.Unstructured) {
+	jobWithoutLabels := s.gvk.Group == "batch" && s.gvk.Kind == "Job" && len(obj.GetLabels()) == 0
+	defaulted(obj, s.gvk)
+	if jobWithoutLabels {
+		s.aliasJobLabels(obj)
+	}
+}
+
+// aliasJobLabels gives a Job created without labels the labels its template ends up with.
+// Upstream's defaulting makes such a Job's labels the template's labels map itself
+// (SetDefaults_Job), so the selector labels its strategy then generates into the template
+// (controller-uid, job-name) land in the Job's labels too; here the two are separate maps,
+// so the template's final labels are computed by upstream's PrepareForCreate on a copy and
+// set on the Job. The handler set the name and uid they derive from already.
+func (s *strategy) aliasJobLabels(obj *unstructured.Unstructured) {
+	in, err := toInternal(obj.Object, s.gvk)
+	if err != nil {
+		return
+	}
+	s.create.PrepareForCreate(context.Background(), in)
+	if j, ok := in.(*batch.Job); ok && len(j.Spec.Template.Labels) > 0 {
+		obj.SetLabels(j.Spec.Template.Labels)
+	}
+}
 func (s *strategy) PrepareForUpdate(obj, _ *unstructured.Unstructured) { defaulted(obj, s.gvk) }
 
 // Validate and ValidateUpdate serve callers without a request; the handler calls the
@@ -63,7 +87,7 @@ func (s *strategy) ValidateCreateContext(ctx context.Context, obj *unstructured.
 	if err := rest.BeforeCreate(s.create, upstreamContext(ctx, obj.GetNamespace(), s.gvr, "create", ""), in); err != nil {
 		return err
 	}
-	return s.encodeInto(obj, in)
+	return s.encodeAndRemember(ctx, obj, in, nil)
 }
 
 // ValidateUpdateContext implements registry.ContextStrategy.
@@ -93,7 +117,7 @@ func (s *strategy) ValidateUpdateContext(ctx context.Context, obj, old *unstruct
 	if err := rest.BeforeUpdate(st, upstreamContext(ctx, obj.GetNamespace(), s.gvr, "update", subresource), in, oldIn); err != nil {
 		return err
 	}
-	return s.encodeInto(obj, in)
+	return s.encodeAndRemember(ctx, obj, in, oldIn)
 }
 
 // GracePeriod implements registry.GracefulDeleter with the kind's CheckGracefulDelete.
@@ -130,11 +154,44 @@ func (s *strategy) decode(obj *unstructured.Unstructured) (runtime.Object, error
 }
 
 func (s *strategy) encodeInto(obj *unstructured.Unstructured, in runtime.Object) error {
-	m, err := fromInternal(in, s.gvk)
+	_, err := s.encode(obj, in)
+	return err
+}
+
+// encode is encodeInto that also returns the defaulted versioned object obj's content was
+// made from.
+func (s *strategy) encode(obj *unstructured.Unstructured, in runtime.Object) (runtime.Object, error) {
+	ext, err := defaultedExternal(in, s.gvk)
 	if err != nil {
-		return apierrors.NewInternalError(err)
+		return nil, apierrors.NewInternalError(err)
+	}
+	m, err := toUnstructured(ext, s.gvk)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
 	}
 	obj.Object = m
+	return ext, nil
+}
+
+// encodeAndRemember is encodeInto that also fills the request's registry.Validated, if it
+// has one, with obj's internal form for validating admission: converted back from the
+// versioned object obj's content was made from (generated conversions, not a decode of the
+// content), so that it carries the defaults fromInternal applied, as a decode would. old is
+// the stored object's internal form, or nil.
+func (s *strategy) encodeAndRemember(ctx context.Context, obj *unstructured.Unstructured, in, old runtime.Object) error {
+	v := registry.ValidatedFrom(ctx)
+	if v == nil {
+		return s.encodeInto(obj, in)
+	}
+	ext, err := s.encode(obj, in)
+	if err != nil {
+		return err
+	}
+	back, err := scheme.New(s.gvk.GroupKind().WithVersion(runtime.APIVersionInternal))
+	if err != nil || scheme.Convert(ext, back, nil) != nil {
+		return nil // validating admission converts obj itself
+	}
+	*v = registry.Validated{Content: obj.Object, Object: back, Old: old}
 	return nil
 }
 
