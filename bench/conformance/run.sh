@@ -67,7 +67,7 @@ images() {
 
 kube_bin() {
   if [ -n "${KUBE_BIN:-}" ]; then echo "$KUBE_BIN"; return; fi
-  log "building kube from $REPO ($(git -C "$REPO" rev-parse --short HEAD))" >&2
+  log "building kube from $REPO ($(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown))" >&2
   (cd "$REPO" && nice -n 19 go build -o "$WORK/kube" ./cmd/kube) >&2
   echo "$WORK/kube"
 }
@@ -87,6 +87,10 @@ start_kube() { # BIN
   for i in $(seq 600); do
     kill -0 "$(cat "$K_STATE/pid")" 2>/dev/null || { tail -20 "$K_STATE/kube.log" >&2; log "kube server exited"; return 1; }
     [ -s "$kcfg" ] && kc "$kcfg" get --raw /readyz >/dev/null 2>&1 && break
+    sleep 0.5
+  done
+  for i in $(seq 360); do # the nodes register after readyz
+    kc "$kcfg" get node "$K_NODE" sim-1 sim-2 >/dev/null 2>&1 && break
     sleep 0.5
   done
   kc "$kcfg" wait --for=condition=Ready "node/$K_NODE" node/sim-1 node/sim-2 --timeout=180s >/dev/null
@@ -115,7 +119,7 @@ stop_kube() {
   ip link del "$K_DNS" 2>/dev/null || true
   nft delete table ip "$K_SVC_TABLE" 2>/dev/null || true
   nft delete table ip "$K_NP_TABLE" 2>/dev/null || true
-  grep -o " $K_STATE/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  { grep -o " $K_STATE/[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
 }
 
 # --- peer ---
@@ -172,8 +176,8 @@ if [ -n "$LOCK" ] && [ -z "${CONFORMANCE_LOCKED:-}" ]; then
 fi
 stop_side() { if [ "$SIDE" = kube ]; then stop_kube; else stop_peer; fi; }
 [ "${KEEP:-0}" = 1 ] || trap stop_side EXIT
-stop_side >/dev/null 2>&1 # leftovers of an interrupted run
-if [ "$SIDE" = kube ]; then start_kube "$BIN"; REV=$(git -C "$REPO" rev-parse --short HEAD); else start_peer; REV=v1.37.2; fi
+stop_side >/dev/null 2>&1 || true # leftovers of an interrupted run
+if [ "$SIDE" = kube ]; then start_kube "$BIN"; REV=${KUBE_REV:-$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)}; else start_peer; REV=v1.37.2; fi
 if [ "$CMD" = start ]; then echo "$KCFG"; exit 0; fi
 OUT=$WORK/results/$SIDE-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$OUT"

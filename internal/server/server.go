@@ -138,13 +138,7 @@ func New(ctx context.Context, o Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	hosts := []string{}
-	if o.AdvertiseAddress != "" {
-		hosts = append(hosts, o.AdvertiseAddress)
-	}
-	if ip := net.ParseIP(o.BindAddress); ip != nil && !ip.IsUnspecified() {
-		hosts = append(hosts, o.BindAddress)
-	}
+	hosts := servingHosts(o)
 	if s.pki, err = pki.Ensure(pki.Options{Dir: o.PKIDir, Hosts: hosts}); err != nil {
 		return nil, err
 	}
@@ -367,7 +361,7 @@ func (s *Server) Run(ctx context.Context) error {
 	ctrlCtx, stopControllers := context.WithCancel(ctx)
 	defer stopControllers()
 	for _, cluster := range s.Store.Clusters() { // the main one and --etcd-servers-overrides'
-		compactor := &storage.Compactor{Client: cluster.Client(), Interval: o.CompactionInterval, Log: o.Log}
+		compactor := &storage.Compactor{Store: cluster, Interval: o.CompactionInterval, Log: o.Log}
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = compactor.Start(ctrlCtx) }()
 	}

@@ -93,3 +93,29 @@ func (s *Server) startServices(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	return nil
 }
+
+// servingHosts are the serving certificate's extra names, as kube-apiserver's self-signed
+// certificate: the advertise address, the bind address unless it is a wildcard, the address
+// the kubernetes Service lists (kubernetesservice.PublicAddress: with a wildcard bind, the
+// host's default interface address) and that Service's cluster IP, which pods dial.
+func servingHosts(o Options) []string {
+	var hosts []string
+	if o.AdvertiseAddress != "" {
+		hosts = append(hosts, o.AdvertiseAddress)
+	}
+	ip := net.ParseIP(o.BindAddress)
+	if ip != nil && !ip.IsUnspecified() {
+		hosts = append(hosts, o.BindAddress)
+	}
+	if ip == nil || ip.IsUnspecified() {
+		if pub, err := kubernetesservice.PublicAddress(o.AdvertiseAddress, o.BindAddress); err == nil {
+			hosts = append(hosts, pub.String())
+		}
+	}
+	if r, err := servicealloc.ParseRanges(o.ServiceClusterIPRange, o.ServiceNodePortRange); err == nil {
+		if svc := r.KubernetesServiceIP(); svc != nil {
+			hosts = append(hosts, svc.String())
+		}
+	}
+	return hosts
+}

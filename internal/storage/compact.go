@@ -2,9 +2,12 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"strconv"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -17,6 +20,9 @@ const compactRevKey = "/registry-compact-rev"
 // saw at the previous tick, so at least one interval of history stays available for watches
 // to resume from.
 type Compactor struct {
+	// Store, when set, is the cluster's store: its CompactRevision follows the compactions
+	// (this server's and those another server records), and Client defaults to its client.
+	Store    *Store
 	Client   *clientv3.Client
 	Interval time.Duration
 	Log      *slog.Logger
@@ -27,6 +33,9 @@ func (c *Compactor) Start(ctx context.Context) error {
 	if c.Interval <= 0 {
 		<-ctx.Done()
 		return nil
+	}
+	if c.Client == nil && c.Store != nil {
+		c.Client = c.Store.client
 	}
 	log := c.Log
 	if log == nil {
@@ -54,7 +63,7 @@ func (c *Compactor) Start(ctx context.Context) error {
 func (c *Compactor) compactOnce(ctx context.Context, version, lastRev int64) (int64, int64, error) {
 	resp, err := c.Client.Txn(ctx).
 		If(clientv3.Compare(clientv3.Version(compactRevKey), "=", version)).
-		Then(clientv3.OpPut(compactRevKey, "")).
+		Then(clientv3.OpPut(compactRevKey, strconv.FormatInt(lastRev, 10))).
 		Else(clientv3.OpGet(compactRevKey)).
 		Commit()
 	if err != nil {
@@ -64,13 +73,20 @@ func (c *Compactor) compactOnce(ctx context.Context, version, lastRev int64) (in
 	if !resp.Succeeded {
 		// Another server compacted this round; follow its record.
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			// The winner records the revision it compacts to.
+			if rev, err := strconv.ParseInt(string(kvs[0].Value), 10, 64); err == nil && rev > 0 && c.Store != nil {
+				c.Store.noteCompacted(rev)
+			}
 			return kvs[0].Version, curRev, nil
 		}
 		return 0, curRev, nil
 	}
 	if lastRev > 0 {
-		if _, err := c.Client.Compact(ctx, lastRev); err != nil {
+		if _, err := c.Client.Compact(ctx, lastRev); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
 			return version + 1, curRev, err
+		}
+		if c.Store != nil {
+			c.Store.noteCompacted(lastRev)
 		}
 	}
 	return version + 1, curRev, nil
@@ -80,5 +96,8 @@ func (c *Compactor) compactOnce(ctx context.Context, version, lastRev int64) (in
 // tools use it.
 func (s *Store) Compact(ctx context.Context, rev int64) error {
 	_, err := s.client.Compact(ctx, rev)
+	if err == nil || errors.Is(err, rpctypes.ErrCompacted) {
+		s.noteCompacted(rev)
+	}
 	return wrapEtcd("", err)
 }

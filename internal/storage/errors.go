@@ -42,6 +42,9 @@ type Error struct {
 	Requested, Current int64
 	// Detail says more, in words.
 	Detail string
+	// Continue, for ErrCompacted from a List with a continue token, is a token that resumes
+	// that list at the same key at the newest revision (an inconsistent list).
+	Continue string
 }
 
 func (e *Error) Error() string {

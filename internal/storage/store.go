@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -25,6 +26,9 @@ import (
 type Store struct {
 	client      *clientv3.Client
 	transformer Transformer
+	// compacted is the newest revision this cluster's history is known to be compacted to
+	// (CompactRevision); shared by the stores of one cluster.
+	compacted *atomic.Int64
 	// routes send the keys under a resource's prefix to the store of another cluster.
 	routes []route
 }
@@ -35,12 +39,12 @@ type route struct {
 }
 
 // New returns a store that keeps its objects in the cluster client talks to.
-func New(client *clientv3.Client) *Store { return &Store{client: client} }
+func New(client *clientv3.Client) *Store { return &Store{client: client, compacted: new(atomic.Int64)} }
 
 // NewWithTransformer returns a store whose values pass through t on their way to and from
 // etcd (encryption at rest). A nil t stores plain JSON.
 func NewWithTransformer(client *clientv3.Client, t Transformer) *Store {
-	return &Store{client: client, transformer: t}
+	return &Store{client: client, transformer: t, compacted: new(atomic.Int64)}
 }
 
 // Client is the etcd client the store uses.
@@ -61,12 +65,12 @@ type Override struct {
 // Overrides with one client share one store, and an override on s's own client changes
 // nothing. s itself is unchanged; overrides s has are not kept.
 func (s *Store) WithOverrides(overrides ...Override) *Store {
-	out := &Store{client: s.client, transformer: s.transformer}
+	out := &Store{client: s.client, transformer: s.transformer, compacted: s.compacted}
 	byClient := map[*clientv3.Client]*Store{s.client: out}
 	for _, o := range overrides {
 		st, ok := byClient[o.Client]
 		if !ok {
-			st = &Store{client: o.Client, transformer: s.transformer}
+			st = &Store{client: o.Client, transformer: s.transformer, compacted: new(atomic.Int64)}
 			byClient[o.Client] = st
 		}
 		if st != out {
@@ -86,6 +90,30 @@ func (s *Store) For(prefix string) *Store {
 		}
 	}
 	return s
+}
+
+// CompactRevision is the newest revision s's cluster is known to be compacted to (0: none
+// known): what this process's Compactor and Compact did, and what another server's
+// Compactor recorded. Revisions below it are gone from etcd, so a cache must not serve them
+// (a continue token of a compacted revision expires, as with kube-apiserver).
+func (s *Store) CompactRevision() int64 {
+	if s.compacted == nil {
+		return 0
+	}
+	return s.compacted.Load()
+}
+
+// noteCompacted raises CompactRevision to rev.
+func (s *Store) noteCompacted(rev int64) {
+	if s.compacted == nil {
+		return
+	}
+	for {
+		cur := s.compacted.Load()
+		if rev <= cur || s.compacted.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
 }
 
 // Clusters lists the store of every cluster s uses, s first, each once: what runs per
@@ -225,7 +253,14 @@ func (s *Store) List(ctx context.Context, prefix string, o ListOptions) (*ListRe
 		}
 		resp, err := s.client.Get(ctx, start, opts...)
 		if err != nil {
-			return nil, wrapEtcdRev(prefix, rev, err)
+			err = wrapEtcdRev(prefix, rev, err)
+			var se *Error
+			if o.Continue != "" && errors.As(err, &se) && errors.Is(se.Kind, ErrCompacted) {
+				// As kube-apiserver: the page's revision is gone, but the list may go on
+				// from the same key at the newest revision, inconsistently.
+				se.Continue = EncodeContinue(latestRevision, start, prefix)
+			}
+			return nil, err
 		}
 		if rev == 0 {
 			rev = resp.Header.Revision
@@ -505,7 +540,8 @@ func prefixHash(prefix string) uint32 {
 }
 
 // DecodeContinue returns the key to resume at and the revision of a token made by
-// EncodeContinue for the same prefix.
+// EncodeContinue for the same prefix; revision 0 for the inconsistent token of an
+// ErrCompacted list (Error.Continue): read at the newest revision.
 func DecodeContinue(token, prefix string) (start string, rev int64, err error) {
 	b, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
@@ -515,7 +551,7 @@ func DecodeContinue(token, prefix string) (start string, rev int64, err error) {
 	if err := json.Unmarshal(b, &t); err != nil {
 		return "", 0, errorf(ErrInvalidContinue, "", "%v", err)
 	}
-	if t.APIVersion != "meta.k8s.io/v1" || t.Revision <= 0 {
+	if t.APIVersion != "meta.k8s.io/v1" || (t.Revision <= 0 && t.Revision != latestRevision) {
 		return "", 0, errorf(ErrInvalidContinue, "", "unknown token version or revision")
 	}
 	if t.Prefix != prefixHash(prefix) {
@@ -524,8 +560,15 @@ func DecodeContinue(token, prefix string) (start string, rev int64, err error) {
 	if strings.Contains(t.Start, "/../") || strings.HasPrefix(t.Start, "../") || strings.HasPrefix(t.Start, "/") {
 		return "", 0, errorf(ErrInvalidContinue, "", "start key escapes the listed prefix")
 	}
+	if t.Revision == latestRevision {
+		return prefix + t.Start, 0, nil
+	}
 	return prefix + t.Start, t.Revision, nil
 }
+
+// latestRevision in a continue token reads the next page at the newest revision: the token
+// of an ErrCompacted list (kube-apiserver's -1, which a bad token's 0 cannot be mistaken for).
+const latestRevision = -1
 
 func wrapEtcd(key string, err error) error {
 	return wrapEtcdRev(key, 0, err)

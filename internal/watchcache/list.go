@@ -31,9 +31,10 @@ type ListOptions struct {
 // List returns the objects under prefix (the resource's prefix or a narrower one), sorted by
 // key. The objects are shared with the cache: READ-ONLY.
 //
-// A continue token whose snapshot the cache no longer holds is served by storage at the
-// token's exact revision, which fails with an error wrapping storage.ErrCompacted once etcd
-// has compacted that revision.
+// A continue token whose snapshot the cache no longer holds, or whose revision etcd has
+// compacted (storage.Store.CompactRevision), is served by storage at the token's exact
+// revision, which fails with an error wrapping storage.ErrCompacted once etcd has compacted
+// that revision.
 func (c *Cache) List(ctx context.Context, prefix string, o ListOptions) (*storage.ListResult, error) {
 	prefix, err := c.checkPrefix(prefix)
 	if err != nil {
@@ -60,6 +61,11 @@ func (c *Cache) List(ctx context.Context, prefix string, o ListOptions) (*storag
 			// The whole tree at that revision serves any predicate.
 			sk.field, sk.value = "", ""
 			snap = c.snapshot(sk)
+		}
+		if cr, ok := c.o.Store.(compactRevisioner); ok && snap != nil && sk.rev < cr.CompactRevision() {
+			// etcd no longer has that revision: the token expires as kube-apiserver's does
+			// (storage answers ErrCompacted with an inconsistent continue token).
+			snap = nil
 		}
 		if snap == nil {
 			return c.o.Store.List(ctx, prefix, storage.ListOptions{Limit: o.Limit, Continue: o.Continue, Predicate: o.Predicate})

@@ -22,6 +22,12 @@ type Store interface {
 
 var _ Store = (*storage.Store)(nil)
 
+// compactRevisioner is implemented by a Store that knows how far etcd has compacted its
+// history: the cache then serves no continue token of a compacted revision from a snapshot.
+type compactRevisioner interface{ CompactRevision() int64 }
+
+var _ compactRevisioner = (*storage.Store)(nil)
+
 // Options configure a Cache. Zero values take the defaults noted on each field.
 type Options struct {
 	// Store the cache is fed from. Required.

@@ -33,6 +33,10 @@ func statusError(err error, gr schema.GroupResource, name string) *apierrors.Sta
 			msg = serr.Detail
 		}
 		return apierrors.NewConflict(gr, name, errors.New(msg))
+	case errors.Is(err, storage.ErrCompacted) && serr != nil && serr.Continue != "":
+		se := apierrors.NewResourceExpired(inconsistentContinue)
+		se.ErrStatus.ListMeta.Continue = serr.Continue
+		return se
 	case errors.Is(err, storage.ErrCompacted):
 		return apierrors.NewResourceExpired(err.Error())
 	case errors.Is(err, storage.ErrFutureRevision):
@@ -50,6 +54,14 @@ func statusError(err error, gr schema.GroupResource, name string) *apierrors.Sta
 	}
 	return apierrors.NewInternalError(err)
 }
+
+// inconsistentContinue is kube-apiserver's message for a continue token whose revision was
+// compacted; the Status carries a token that goes on at the newest revision.
+const inconsistentContinue = "The provided continue parameter is too old to display a consistent list result. " +
+	"You can start a new list without the continue parameter, or use the continue token in this response to " +
+	"retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - " +
+	"objects that were created, modified, or deleted between the time the first chunk was returned and now may " +
+	"show up in the list."
 
 func isRVPrecondition(detail string) bool {
 	return strings.Contains(detail, "ResourceVersion in precondition")
