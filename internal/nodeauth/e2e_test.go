@@ -95,7 +95,11 @@ func pod(name, node string, secret string, configMap string) *corev1.Pod {
 			NodeName:                     node,
 			AutomountServiceAccountToken: ptr.To(false),
 			Containers:                   []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
-			Volumes:                      []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}},
+			Volumes: []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}},
+				// The audience its node may request tokens for (NodeRestriction's
+				// ServiceAccountNodeAudienceRestriction).
+				{Name: "t", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: "vault", Path: "token"}}}}}}},
 		},
 	}
 	if configMap != "" {
@@ -205,13 +209,18 @@ func TestNodeAuthorization(t *testing.T) {
 	forbidden(t, "n1 reads n2's Lease", err, "can only access node lease with the same name")
 
 	// Tokens: for the service account its pod runs as, bound to that pod (NodeRestriction
-	// wants the binding); not for another service account.
+	// wants the binding) and for an audience the pod's volumes name (token requests go
+	// through admission, as on kube-apiserver); not for another service account or audience.
 	must(cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "unused"}}, metav1.CreateOptions{}))
-	token := func(sa string) error {
+	tokenFor := func(sa, audience string) error {
 		_, err := n1.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			Audiences:      []string{audience},
 			BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: "p1", UID: p1.UID}}}, metav1.CreateOptions{})
 		return err
 	}
+	token := func(sa string) error { return tokenFor(sa, "vault") }
+	forbidden(t, "n1 requests a token for an audience its pod does not use", tokenFor("default", "elsewhere"),
+		`system:node:n1 is not authorized to request tokens for audience "elsewhere"`)
 	if p1.Spec.ServiceAccountName != "default" {
 		t.Fatalf("pod p1 runs as %q, want default", p1.Spec.ServiceAccountName)
 	}

@@ -183,7 +183,7 @@ func (a *Authorizer) start(ctx context.Context, cs kubernetes.Interface, poll ti
 		case <-time.After(poll):
 		}
 	}
-	f := informers.NewSharedInformerFactory(cs, 0)
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(trimPod))
 	var slices resourceinformers.ResourceSliceInformer
 	if served[slicesGR] {
 		slices = f.Resource().V1().ResourceSlices()
