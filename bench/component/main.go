@@ -7,8 +7,11 @@
 // Both run in one in-process kube server (the same scheduler, controllers and simulated
 // nodes), in namespaces of their own, rounds alternating the order. Results are JSON lines;
 // cpu_seconds is the process's user+system CPU time during the mode (server, simulated
-// nodes and the bench's clients: everything runs in this process), -cpuprofile writes one
-// CPU profile per mode and round.
+// nodes and the bench's clients: everything runs in this process), cpu_above_idle_seconds
+// the same less the idle server's rate (measured for 20 s before the first mode) times the
+// mode's wall time — a mode that lasts longer on a loaded machine pays more Lease renewals
+// and heartbeats, which are not its cost; -cpuprofile writes one CPU profile per mode and
+// round.
 package main
 
 import (
@@ -102,12 +105,16 @@ func requestCounts(ctx context.Context) map[string]float64 {
 			l[kv[1]] = kv[2]
 		}
 		v, _ := strconv.ParseFloat(m[2], 64)
-		out[l["verb"]+" "+l["resource"]] += v
+		k := l["verb"] + " " + l["resource"]
+		if c := l["code"]; c != "" && c[0] != '2' { // refusals (409 conflicts) apart
+			k += " " + c
+		}
+		out[k] += v
 	}
 	return out
 }
 
-// requestDelta is the requests served between two readings: the total and the largest 12.
+// requestDelta is the requests served between two readings: the total and the largest 20.
 func requestDelta(before, after map[string]float64) (int, []string) {
 	type kv struct {
 		k string
@@ -126,7 +133,7 @@ func requestDelta(before, after map[string]float64) (int, []string) {
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n })
 	var top []string
-	for i := 0; i < len(all) && i < 12; i++ {
+	for i := 0; i < len(all) && i < 20; i++ {
 		top = append(top, fmt.Sprintf("%s %d", all[i].k, all[i].n))
 	}
 	return total, top
@@ -152,6 +159,12 @@ type result struct {
 	AppsActive float64 `json:"applications_active_seconds,omitempty"`
 	// CPU is the process's CPU seconds from the first create to all ready.
 	CPU float64 `json:"cpu_seconds"`
+	// CPUAboveIdle is CPU less what the idle server (simulated nodes' heartbeats, Leases,
+	// the bench's polling) burns in the same wall time, its rate measured once before the
+	// first mode (IdleCPU, CPU seconds per second): the modes' own cost,
+	// whatever their wall times.
+	CPUAboveIdle float64 `json:"cpu_above_idle_seconds"`
+	IdleCPU      float64 `json:"idle_cpu_per_second"`
 	// Requests counts the API requests served during the mode (every client: the bench's,
 	// the engine's, the controllers', the simulated nodes'); Top the largest by verb and
 	// resource.
@@ -207,6 +220,9 @@ func run(apps, comps, nodes, clients, rounds int, timeout time.Duration) error {
 		return err
 	}
 	enc := json.NewEncoder(os.Stdout)
+	// The idle rate once, before any mode: after a mode, its teardown (the namespace's
+	// deletion, the garbage collector) may still be draining.
+	idle := idleCPU(ctx, c, "default")
 	for r := 0; r < rounds; r++ {
 		order := []string{"engine", "bare"}
 		if r%2 == 1 {
@@ -230,6 +246,8 @@ func run(apps, comps, nodes, clients, rounds int, timeout time.Duration) error {
 				}
 			}
 			res, err := runMode(ctx, c, mode, ns, apps, comps, clients, timeout)
+			res.IdleCPU = round3(idle)
+			res.CPUAboveIdle = round3(res.CPU - idle*res.AllReady)
 			if prof != nil {
 				pprof.StopCPUProfile()
 				prof.Close()
@@ -249,6 +267,24 @@ func run(apps, comps, nodes, clients, rounds int, timeout time.Duration) error {
 	}
 	return nil
 }
+
+// idleWindow is how long the idle server's CPU is measured, once before the first mode.
+const idleWindow = 20 * time.Second
+
+// idleCPU is the process's CPU seconds per second over idleWindow with nothing to do but
+// what runs anyway, the bench's own polling of ns included (as runMode polls it). It
+// starts after a settling spell (the server's start-up work: CRDs, caches, node leases).
+func idleCPU(ctx context.Context, c client.Client, ns string) float64 {
+	time.Sleep(idleWindow / 2)
+	start, cpu0 := time.Now(), cpuSeconds()
+	for time.Since(start) < idleWindow {
+		_, _ = countReady(ctx, c, "engine", ns)
+		time.Sleep(250 * time.Millisecond)
+	}
+	return (cpuSeconds() - cpu0) / time.Since(start).Seconds()
+}
+
+func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
 func waitNodes(ctx context.Context, c client.Client, n int) error {
 	deadline := time.Now().Add(2 * time.Minute)

@@ -28,7 +28,11 @@
 //   - open loop: RATE requests/s on schedule for DURATION → p50/p99 latency, and the p99
 //     the gateway adds (goal ≤ 1 ms at 1,000/s);
 //   - CPU: each child's user+system time over each measurement (/proc/PID/stat) divided
-//     by the requests answered → µs per request of the gateway and of the upstream.
+//     by the requests answered → µs per request of the gateway, the upstream and the load
+//     generator (this process); the summary adds them up per target (total_cpu_us: what
+//     the 2 cores must do per request; server_cpu_us: without the generator) and gives
+//     the ratios direct ÷ gateway of both — the requests/s ratio the CPU allows when every
+//     process shares the same cores, and the servers' cost with the client left out.
 //
 // Prints one JSON line per measurement and a JSON summary (medians over the rounds).
 package main
@@ -175,6 +179,12 @@ func median(v []float64) float64 {
 
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
+// totalCPU is a measurement's CPU per request in all three processes; serverCPU leaves the
+// load generator out.
+func totalCPU(r result) float64 { return r.GwCPU + r.UpCPU + r.LoadCPU }
+
+func serverCPU(r result) float64 { return r.GwCPU + r.UpCPU }
+
 // summarize takes the medians over the rounds per target and measurement.
 func summarize(c config, env *environment, all []result) map[string]any {
 	pick := func(target, mode string, conns int, f func(result) float64) float64 {
@@ -197,6 +207,10 @@ func summarize(c config, env *environment, all []result) map[string]any {
 		out[t+"_p50_ms"] = pick(t, "open", 0, func(r result) float64 { return r.P50 })
 		out[t+"_p99_ms"] = pick(t, "open", 0, func(r result) float64 { return r.P99 })
 		out[t+"_upstream_cpu_us"] = pick(t, "open", 0, func(r result) float64 { return r.UpCPU })
+		for _, n := range c.conns {
+			out[fmt.Sprintf("%s_total_cpu_us_c%d", t, n)] = pick(t, "closed", n, totalCPU)
+			out[fmt.Sprintf("%s_server_cpu_us_c%d", t, n)] = pick(t, "closed", n, serverCPU)
+		}
 	}
 	if _, ok := env.byName["gateway"]; ok {
 		for _, n := range c.conns {
@@ -210,6 +224,17 @@ func summarize(c config, env *environment, all []result) map[string]any {
 			for _, n := range c.conns {
 				if base := pick(d, "closed", n, rps); base > 0 {
 					out[fmt.Sprintf("ratio_vs_%s_c%d", d, n)] = round3(pick("gateway", "closed", n, rps) / base)
+				}
+			}
+			// What the CPU allows: the whole path's CPU per request (generator, upstream and
+			// gateway: on 2 shared cores, the ratio requests/s tends to when all are busy), and
+			// the servers' alone (upstream, and the gateway; the client is not the system's).
+			for _, n := range c.conns {
+				if g := pick("gateway", "closed", n, totalCPU); g > 0 {
+					out[fmt.Sprintf("cpu_ratio_vs_%s_c%d", d, n)] = round3(pick(d, "closed", n, totalCPU) / g)
+				}
+				if g := pick("gateway", "closed", n, serverCPU); g > 0 {
+					out[fmt.Sprintf("server_cpu_ratio_vs_%s_c%d", d, n)] = round3(pick(d, "closed", n, serverCPU) / g)
 				}
 			}
 			out["added_p99_ms_vs_"+d] = round3(pick("gateway", "open", 0, func(r result) float64 { return r.P99 }) -

@@ -31,6 +31,9 @@ type exchange struct {
 	url   url.URL
 	rb    replayBody
 	trace httptrace.ClientTrace
+	// xff and xfh back the X-Forwarded-For and -Host values set on the outbound request
+	// (no slice allocated per request; nothing appends to them).
+	xff, xfh [1]string
 	// mu guards done: a 1xx answer arriving after the round trip gave up must not touch
 	// the response's headers.
 	mu   sync.Mutex
@@ -148,11 +151,13 @@ func (g *Gateway) forward(ctx context.Context, w *statusWriter, r *http.Request,
 	}
 	delete(h, "Forwarded")
 	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		h["X-Forwarded-For"] = []string{ip}
+		ex.xff[0] = ip
+		h["X-Forwarded-For"] = ex.xff[:]
 	} else {
 		delete(h, "X-Forwarded-For")
 	}
-	h["X-Forwarded-Host"] = []string{r.Host}
+	ex.xfh[0] = r.Host
+	h["X-Forwarded-Host"] = ex.xfh[:]
 	if r.TLS == nil {
 		h["X-Forwarded-Proto"] = httpValue
 	} else {

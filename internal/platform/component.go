@@ -482,9 +482,21 @@ func (d *componentDriver) ensure(ctx context.Context, c *v1alpha1.Component, rea
 			return lifecycle.Outcome{}, fmt.Errorf("apply %s %s: %w", o.want.GetKind(), o.want.GetName(), err)
 		}
 		// The answer is the object as applied: until it moves, the passes to come need
-		// no dry run to know it is what is wanted.
+		// no dry run to know it is what is wanted, and its own event no pass at all (this
+		// one shows it: the status below is read from the answer).
 		d.verified.Store(string(c.UID)+"/"+o.want.GetKind(), componentSignature(o.want, res))
 		d.reads.created(res)
+		liveVersion := ""
+		if o.live != nil {
+			liveVersion = o.live.GetResourceVersion()
+		}
+		d.reads.applied(liveVersion, res)
+		if o.want.GetKind() == p.want.Workload.GetObjectKind().GroupVersionKind().Kind {
+			typed := componentWorkloadTypes[o.want.GetKind()]()
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(res.Object, typed); err == nil {
+				p.workload = typed
+			}
+		}
 		written = append(written, o.want.GetKind())
 	}
 	rel, err := d.release(ctx, c)

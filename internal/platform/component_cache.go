@@ -38,6 +38,10 @@ type componentReads struct {
 	// newest event of a Release naming that Component (releasesOf's freshness check).
 	mu       sync.Mutex
 	releases map[string]map[string]string
+	// wrote maps componentKey → the resourceVersion the driver's own apply answered: the
+	// event of that version is the echo of a write whose pass already read the answer
+	// (ownerMap records it without reconciling the Component again).
+	wrote sync.Map
 }
 
 func componentKey(gvk schema.GroupVersionKind, ns, name string) string {
@@ -63,7 +67,27 @@ func (r *componentReads) ownerMap(_ context.Context, obj client.Object) []types.
 		return nil
 	}
 	r.record(obj)
+	if gvk, err := r.gvk(obj); err == nil {
+		if r.wrote.CompareAndDelete(componentKey(gvk, obj.GetNamespace(), obj.GetName()), obj.GetResourceVersion()) {
+			return nil // the echo of the driver's own apply
+		}
+	}
 	return []types.NamespacedName{{Namespace: obj.GetNamespace(), Name: ref.Name}}
+}
+
+// applied notes the answer to the driver's apply of an owned object (see wrote). A no-op
+// apply answers the version already stored, whose event has come and gone: it is not
+// noted, or it would swallow a later event of the same version (a relist).
+// liveVersion is the resourceVersion of the object the apply was computed against ("":
+// none).
+func (r *componentReads) applied(liveVersion string, answer client.Object) {
+	rv := answer.GetResourceVersion()
+	if rv == "" || rv == liveVersion {
+		return
+	}
+	if gvk, err := r.gvk(answer); err == nil {
+		r.wrote.Store(componentKey(gvk, answer.GetNamespace(), answer.GetName()), rv)
+	}
 }
 
 // get reads the object key into obj (typed, or unstructured with its kind set): from the
@@ -164,6 +188,8 @@ func (r *componentReads) releasesOf(ctx context.Context, ns, component string) (
 // forget drops what is recorded of an object the driver deleted.
 func (r *componentReads) forget(obj client.Object) {
 	if gvk, err := r.gvk(obj); err == nil {
-		r.seen.Delete(componentKey(gvk, obj.GetNamespace(), obj.GetName()))
+		k := componentKey(gvk, obj.GetNamespace(), obj.GetName())
+		r.seen.Delete(k)
+		r.wrote.Delete(k)
 	}
 }

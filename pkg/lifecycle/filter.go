@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -83,6 +84,30 @@ func (f Filter) Predicate() predicate.Predicate {
 		DeleteFunc:  func(e event.DeleteEvent) bool { return f.Accepts(ChangeDelete, e.Object) },
 		GenericFunc: func(e event.GenericEvent) bool { return true },
 	}
+}
+
+// ownFinalizerEcho drops the update that only added the engine's Finalizer — the echo of
+// the engine's own write: the pass that wrote it drives the object on in the same
+// reconcile (and requeues itself when that fails), so reconciling the echo would only look
+// again at what that pass has just done — a second pass, often a status write of its own,
+// and a conflict when the cache has not yet seen the first pass's status write. Any other
+// change in the same event (generation, labels, annotations, owners, deletion, other
+// finalizers) lets it through.
+func ownFinalizerEcho() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !finalizerAddedOnly(e.ObjectOld, e.ObjectNew) }}
+}
+
+// finalizerAddedOnly reports whether cur is old with the engine's Finalizer added and
+// nothing else of what UpdateChange looks at changed.
+func finalizerAddedOnly(old, cur client.Object) bool {
+	if old == nil || cur == nil || containsFinalizer(old) || !containsFinalizer(cur) {
+		return false
+	}
+	rest := slices.DeleteFunc(slices.Clone(cur.GetFinalizers()), func(f string) bool { return f == Finalizer })
+	return slices.Equal(old.GetFinalizers(), rest) && old.GetGeneration() == cur.GetGeneration() &&
+		old.GetDeletionTimestamp().Equal(cur.GetDeletionTimestamp()) &&
+		maps.Equal(old.GetLabels(), cur.GetLabels()) && maps.Equal(old.GetAnnotations(), cur.GetAnnotations()) &&
+		slices.EqualFunc(old.GetOwnerReferences(), cur.GetOwnerReferences(), func(a, b metav1.OwnerReference) bool { return a.UID == b.UID && a.Name == b.Name })
 }
 
 type (

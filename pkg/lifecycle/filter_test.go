@@ -83,3 +83,41 @@ func TestEventType(t *testing.T) {
 		}
 	}
 }
+
+func TestOwnFinalizerEcho(t *testing.T) {
+	now := metav1.NewTime(time.Unix(1, 0))
+	withFin := func(more func(*corev1.ConfigMap)) client.Object {
+		return cm(1, "2", func(o *corev1.ConfigMap) {
+			o.Finalizers = append(o.Finalizers, Finalizer)
+			if more != nil {
+				more(o)
+			}
+		})
+	}
+	cases := []struct {
+		name     string
+		old, cur client.Object
+		pass     bool
+	}{
+		{"the engine's finalizer added, nothing else", cm(1, "1", nil), withFin(nil), false},
+		{"beside another finalizer", cm(1, "1", func(o *corev1.ConfigMap) { o.Finalizers = []string{"x"} }),
+			cm(1, "2", func(o *corev1.ConfigMap) { o.Finalizers = []string{"x", Finalizer} }), false},
+		{"and a label", cm(1, "1", nil), withFin(func(o *corev1.ConfigMap) { o.Labels["team"] = "red" }), true},
+		{"and an annotation", cm(1, "1", nil), withFin(func(o *corev1.ConfigMap) { o.Annotations = map[string]string{"a": "b"} }), true},
+		{"and the spec", cm(1, "1", nil), cm(2, "2", func(o *corev1.ConfigMap) { o.Finalizers = []string{Finalizer} }), true},
+		{"and another finalizer", cm(1, "1", nil), withFin(func(o *corev1.ConfigMap) { o.Finalizers = append(o.Finalizers, "x") }), true},
+		{"and a deletion", cm(1, "1", nil), withFin(func(o *corev1.ConfigMap) { o.DeletionTimestamp = &now }), true},
+		{"and an owner", cm(1, "1", nil), withFin(func(o *corev1.ConfigMap) { o.OwnerReferences = []metav1.OwnerReference{{UID: "u", Name: "o"}} }), true},
+		{"the finalizer removed", withFin(nil), cm(1, "3", nil), true},
+		{"another finalizer added", cm(1, "1", nil), cm(1, "2", func(o *corev1.ConfigMap) { o.Finalizers = []string{"x"} }), true},
+	}
+	p := ownFinalizerEcho()
+	for _, c := range cases {
+		if got := p.Update(event.UpdateEvent{ObjectOld: c.old, ObjectNew: c.cur}); got != c.pass {
+			t.Errorf("%s: passes %v, want %v", c.name, got, c.pass)
+		}
+	}
+	if !p.Create(event.CreateEvent{Object: withFin(nil)}) || !p.Delete(event.DeleteEvent{Object: withFin(nil)}) {
+		t.Error("creates and deletes must pass")
+	}
+}

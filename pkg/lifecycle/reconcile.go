@@ -34,7 +34,7 @@ func setupKind[O Object](e *Engine, k *kindEntry, mgr manager.Manager, o KindOpt
 	skip := true
 	b := builder.ControllerManagedBy(mgr).
 		Named("lifecycle-"+strings.ToLower(o.Kind)).
-		For(o.New(), builder.WithPredicates(o.Filter.Predicate())).
+		For(o.New(), builder.WithPredicates(o.Filter.Predicate(), ownFinalizerEcho())).
 		WatchesRawSource(source.Channel(k.notify, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
