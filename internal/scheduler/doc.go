@@ -27,11 +27,13 @@
 //     conflict checked against the live pod). A pod that fits nowhere gets PostFilter
 //     (preemption), PodScheduled=False with upstream's FitError message, a FailedScheduling
 //     event (events.k8s.io, reportingController = the profile name) and goes back to the
-//     queue.
-//   - equiv.go: an equivalence cache — consecutive pods of one scheduling signature reuse
-//     each node's Filter verdict and raw scores while the node's snapshot NodeInfo is
-//     unchanged and only plugins that read the pod and the node are in play; decisions are
-//     the same as without it (Options.NoEquivalenceCache turns it off).
+//     queue. At most maxBindsInFlight binding cycles talk to the server at once.
+//   - equiv.go, plugins.go: an equivalence cache — consecutive pods of one scheduling
+//     signature reuse each node's verdict and raw scores of the plugins that read only the
+//     pod and the node while the node's snapshot NodeInfo is unchanged; the other plugins
+//     (PodTopologySpread, InterPodAffinity, ...) run every cycle beside them, in the
+//     profile's order, on the plugin instances the registry built; decisions are the same as
+//     without it (Options.NoEquivalenceCache turns it off).
 //   - metrics.go: kube-scheduler's scheduler_schedule_attempts_total,
 //     scheduler_scheduling_attempt_duration_seconds, scheduler_pending_pods and
 //     scheduler_pod_scheduling_sli_duration_seconds on the registerer given.
