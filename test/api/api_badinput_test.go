@@ -29,6 +29,9 @@ type badCase struct {
 	causes []string
 	// msg, when set, must be part of the message.
 	msg string
+	// plain: the answer is kube-apiserver's plain-text 404 (a path no served
+	// group-version owns), not a Status.
+	plain bool
 }
 
 func configMapJSON(name string, extra string) string {
@@ -157,8 +160,8 @@ func badCases() []badCase {
 
 		// Paths and methods.
 		{name: "unknown resource", method: "GET", path: "/api/v1/namespaces/" + badNS + "/foos", code: 404, reason: metav1.StatusReasonNotFound},
-		{name: "unknown group", method: "GET", path: "/apis/nope.example.com/v1/foos", code: 404, reason: metav1.StatusReasonNotFound},
-		{name: "unknown version", method: "GET", path: "/api/v2/configmaps", code: 404, reason: metav1.StatusReasonNotFound},
+		{name: "unknown group", method: "GET", path: "/apis/nope.example.com/v1/foos", code: 404, plain: true},
+		{name: "unknown version", method: "GET", path: "/api/v2/configmaps", code: 404, plain: true},
 		{name: "unknown subresource", method: "GET", path: seed + "/bogus", code: 404, reason: metav1.StatusReasonNotFound},
 		{name: "too many segments", method: "GET", path: seed + "/status/x", code: 404, reason: metav1.StatusReasonNotFound},
 		{name: "missing object", method: "GET", path: cms + "/missing", code: 404, reason: metav1.StatusReasonNotFound, msg: `configmaps "missing" not found`},
@@ -190,6 +193,12 @@ func TestBadInput(t *testing.T) {
 			r := do(t, admin, tc.method, tc.path, tc.contentType, body, tc.header...)
 			if r.code != tc.code {
 				t.Errorf("code %d, want %d: %.600s", r.code, tc.code, r.body)
+			}
+			if tc.plain {
+				if string(r.body) != "404 page not found\n" {
+					t.Errorf("body %q, want kube-apiserver's plain-text 404", r.body)
+				}
+				return
 			}
 			st := decodeStatus(t, r)
 			if st.Reason != tc.reason {
