@@ -99,6 +99,11 @@ type Options struct {
 	// kubelet's --cgroups-per-qos=false).
 	CgroupRoot      string
 	NoCgroupsPerQOS bool
+	// ReleaseStartupMemory, once the agent has started, drops the pages of the executable
+	// that only its start touched from its resident set and returns the start's heap
+	// garbage (memory.go). For `kube agent`, a process of its own; not for an agent inside
+	// `kube server`, whose control plane uses those pages.
+	ReleaseStartupMemory bool
 	// Log receives the agent's messages.
 	Log *slog.Logger
 }
@@ -350,6 +355,10 @@ func (a *Agent) Run(outer context.Context) error {
 	go func() { defer wg.Done(); a.runLease(ctx) }()
 	go func() { defer wg.Done(); errc <- mgr.Start(ctx) }()
 	go func() { defer wg.Done(); errc <- a.evictions.Start(ctx) }()
+	if o.ReleaseStartupMemory {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.releaseAfterStart(ctx) }()
+	}
 	close(running)
 	select {
 	case <-outer.Done():

@@ -145,6 +145,7 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 	f.DurationVar(&o.ShutdownGracePeriod, "shutdown-grace-period", 0, "on SIGTERM, stop the node's pods (lowest priority first) within this time before exiting; 0 leaves them running")
 	f.DurationVar(&o.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", 0, "the part of --shutdown-grace-period kept for critical pods (priority system-cluster-critical and above), stopped last")
 	f.StringVar(&o.CgroupRoot, "cgroup-root", "/", "parent cgroup of the pods' kubepods hierarchy (kubepods/{burstable,besteffort}/pod<uid>)")
+	f.BoolVar(&o.ReleaseStartupMemory, "release-startup-memory", true, "30 s after the start, drop the pages of the kube binary that only the start touched (the control plane's code and data) from the agent's resident set")
 	f.BoolVar(&cgroupsPerQOS, "cgroups-per-qos", true, "give every pod its cgroup in the kubelet's QoS hierarchy; false leaves pod cgroups to the runtime")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.BoolVar(&cleanup, "cleanup", false, "remove what the agent's networking put on this node (nftables tables, DNS link, routes; the same table/interface/CIDR flags as its run) and exit")

@@ -52,11 +52,15 @@ type worker struct {
 	// container running, no back-off, or the pod terminal), so the worker waits for a
 	// poke (informer, relist, probes) or idleResync instead of polling every second.
 	settled bool
+
+	// trace times the pod's first start (trace.go).
+	trace startTrace
 }
 
 func newWorker(m *Manager, pod *corev1.Pod) *worker {
 	return &worker{m: m, uid: pod.UID, key: pod.Namespace + "/" + pod.Name, wake: make(chan struct{}, 1),
-		restart: map[string]*backoff{}, pull: map[string]*backoff{}, waiting: map[string]*corev1.ContainerStateWaiting{}, tokens: map[string]time.Time{}}
+		restart: map[string]*backoff{}, pull: map[string]*backoff{}, waiting: map[string]*corev1.ContainerStateWaiting{}, tokens: map[string]time.Time{},
+		trace: startTrace{seen: time.Now()}}
 }
 
 func (w *worker) poke() {
@@ -107,6 +111,7 @@ func (w *worker) syncSafely(ctx context.Context, pod *corev1.Pod) (err error) {
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
 	w.settled = false
+	mark(&w.trace.synced)
 	if pod.DeletionTimestamp != nil {
 		return w.terminate(ctx, pod)
 	}
@@ -223,7 +228,9 @@ func (w *worker) sync(ctx context.Context, pod *corev1.Pod) error {
 			}
 		}
 		cfg := m.sandboxConfig(pod, attempt)
+		mark(&w.trace.sandbox)
 		id, err := m.opts.Runtime.RunPodSandbox(ctx, cfg, "")
+		mark(&w.trace.sandboxDone)
 		if err != nil {
 			m.event(pod, "FailedCreatePodSandBox", "Failed to create pod sandbox: "+err.Error())
 			return fmt.Errorf("run sandbox: %w", err)
@@ -507,14 +514,24 @@ func (w *worker) ensure(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 			attempt = l.Metadata.Attempt
 		}
 	}
-	if wt := w.start(ctx, pod, c, attempt, sandboxID, sbCfg, podIP, kind); wt != nil {
+	id, wt := w.start(ctx, pod, c, attempt, sandboxID, sbCfg, podIP, kind)
+	if wt != nil {
 		o.Waiting = wt
 		w.waiting[c.Name] = wt
 		return
 	}
 	delete(w.waiting, c.Name)
 	o.Waiting = nil
-	w.poke()
+	// Observe the new container now, so that this pass writes it running (and ready,
+	// without a readiness probe) rather than ContainerCreating followed by another pass
+	// and another status write. A container that is not running yet gets the next pass.
+	st, err := m.opts.Runtime.ContainerStatus(ctx, id, false)
+	if err != nil || st.GetStatus() == nil || st.Status.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		w.poke()
+		return
+	}
+	o.Latest, o.Previous = st.Status, l
+	o.Started, o.Ready, _ = m.probes.state(ctx, pod, c, id, podIP, time.Unix(0, st.Status.StartedAt), w.poke)
 }
 
 // killGrace is the grace period of a container killed for its failed probe: the probe's
@@ -527,39 +544,43 @@ func killGrace(pod *corev1.Pod, probe *corev1.Probe) int64 {
 }
 
 // start pulls c's image when needed, creates and starts the container, and runs its
-// postStart hook (a failing hook kills it); a non-nil result is why it is still waiting.
-func (w *worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container, attempt uint32, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, podIP string, kind containerKind) *corev1.ContainerStateWaiting {
+// postStart hook (a failing hook kills it). It returns the container's id, or why it is
+// still waiting.
+func (w *worker) start(ctx context.Context, pod *corev1.Pod, c *corev1.Container, attempt uint32, sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, podIP string, kind containerKind) (string, *corev1.ContainerStateWaiting) {
 	m := w.m
 	image, wt := w.ensureImage(ctx, pod, c, sbCfg)
 	if wt != nil {
-		return wt
+		return "", wt
 	}
 	env, err := m.envVars(ctx, pod, c, podIP, m.opts.HostIP())
 	if err != nil {
 		m.event(pod, "Failed", "Error: "+err.Error())
-		return &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
+		return "", &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
 	}
 	cfg, err := m.containerConfig(pod, c, attempt, image, env, w.volumes, kind == initContainer || kind == sidecarContainer)
 	if err != nil {
-		return &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
+		return "", &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
 	}
 	if kind == ephemeralContainer {
 		if err := w.targetNamespace(ctx, pod, c.Name, cfg); err != nil {
-			return &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
+			return "", &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: err.Error()}
 		}
 	}
+	mark(&w.trace.create)
 	id, err := m.opts.Runtime.CreateContainer(ctx, sandboxID, cfg, sbCfg)
+	mark(&w.trace.createDone)
 	if err != nil {
 		m.event(pod, "Failed", "Error: "+err.Error())
-		return &corev1.ContainerStateWaiting{Reason: "CreateContainerError", Message: err.Error()}
+		return "", &corev1.ContainerStateWaiting{Reason: "CreateContainerError", Message: err.Error()}
 	}
 	m.event(pod, "Created", "Created container: "+c.Name)
 	if err := m.opts.Runtime.StartContainer(ctx, id); err != nil {
 		m.event(pod, "Failed", "Error: "+err.Error())
-		return &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: err.Error()}
+		return "", &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: err.Error()}
 	}
+	mark(&w.trace.startDone)
 	m.event(pod, "Started", "Started container "+c.Name)
-	return w.postStart(ctx, pod, c, id, podIP)
+	return id, w.postStart(ctx, pod, c, id, podIP)
 }
 
 // postStart runs c's postStart hook, if any, on its just-started container id; a failing
@@ -678,6 +699,7 @@ func (w *worker) writeStatus(ctx context.Context, pod *corev1.Pod, obs observati
 	}
 	w.last = &out.Status
 	w.lastRV, _ = strconv.ParseInt(out.ResourceVersion, 10, 64)
+	w.trace.written(w.m.opts.Log, w.key, &out.Status)
 	return nil
 }
 

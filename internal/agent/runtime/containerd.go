@@ -247,13 +247,18 @@ type Services struct {
 	Images  internalapi.ImageManagerService
 }
 
+// requestTimeout bounds each CRI call: the kubelet's --runtime-request-timeout default.
+// (It was 10 s, less than RunPodSandbox took for 30 pods at once on this 2-core machine
+// under load: bench/agent/crifloor saw DeadlineExceeded; the pod worker then retried.)
+const requestTimeout = 2 * time.Minute
+
 // Connect opens the CRI runtime and image services of endpoint.
 func Connect(ctx context.Context, endpoint string) (*Services, error) {
-	rs, err := remote.NewRemoteRuntimeService(ctx, endpoint, 10*time.Second, nil, false)
+	rs, err := remote.NewRemoteRuntimeService(ctx, endpoint, requestTimeout, nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("cri runtime %s: %w", endpoint, err)
 	}
-	is, err := remote.NewRemoteImageService(ctx, endpoint, 10*time.Second, nil, false)
+	is, err := remote.NewRemoteImageService(ctx, endpoint, requestTimeout, nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("cri images %s: %w", endpoint, err)
 	}
