@@ -87,7 +87,7 @@ func (s *strategy) ValidateCreateContext(ctx context.Context, obj *unstructured.
 	if err := rest.BeforeCreate(s.create, upstreamContext(ctx, obj.GetNamespace(), s.gvr, "create", ""), in); err != nil {
 		return err
 	}
-	return s.encodeAndRemember(ctx, obj, in, nil)
+	return s.encodeInto(ctx, obj, in, nil)
 }
 
 // ValidateUpdateContext implements registry.ContextStrategy.
@@ -117,7 +117,7 @@ func (s *strategy) ValidateUpdateContext(ctx context.Context, obj, old *unstruct
 	if err := rest.BeforeUpdate(st, upstreamContext(ctx, obj.GetNamespace(), s.gvr, "update", subresource), in, oldIn); err != nil {
 		return err
 	}
-	return s.encodeAndRemember(ctx, obj, in, oldIn)
+	return s.encodeInto(ctx, obj, in, oldIn)
 }
 
 // GracePeriod implements registry.GracefulDeleter with the kind's CheckGracefulDelete.
@@ -153,39 +153,24 @@ func (s *strategy) decode(obj *unstructured.Unstructured) (runtime.Object, error
 	return in, nil
 }
 
-func (s *strategy) encodeInto(obj *unstructured.Unstructured, in runtime.Object) error {
-	_, err := s.encode(obj, in)
-	return err
-}
-
-// encode is encodeInto that also returns the defaulted versioned object obj's content was
-// made from.
-func (s *strategy) encode(obj *unstructured.Unstructured, in runtime.Object) (runtime.Object, error) {
+// encodeInto replaces obj's content with in, converted to obj's version with its defaults.
+// When ctx carries a registry.Validated, it is filled with obj's internal form for
+// validating admission: converted back from the versioned object obj's content was made from
+// (generated conversions, not a decode of the content), so that it carries the defaults a
+// decode would. old is the stored object's internal form, or nil.
+func (s *strategy) encodeInto(ctx context.Context, obj *unstructured.Unstructured, in, old runtime.Object) error {
 	ext, err := defaultedExternal(in, s.gvk)
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+		return apierrors.NewInternalError(err)
 	}
 	m, err := toUnstructured(ext, s.gvk)
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+		return apierrors.NewInternalError(err)
 	}
 	obj.Object = m
-	return ext, nil
-}
-
-// encodeAndRemember is encodeInto that also fills the request's registry.Validated, if it
-// has one, with obj's internal form for validating admission: converted back from the
-// versioned object obj's content was made from (generated conversions, not a decode of the
-// content), so that it carries the defaults fromInternal applied, as a decode would. old is
-// the stored object's internal form, or nil.
-func (s *strategy) encodeAndRemember(ctx context.Context, obj *unstructured.Unstructured, in, old runtime.Object) error {
 	v := registry.ValidatedFrom(ctx)
 	if v == nil {
-		return s.encodeInto(obj, in)
-	}
-	ext, err := s.encode(obj, in)
-	if err != nil {
-		return err
+		return nil
 	}
 	back, err := scheme.New(s.gvk.GroupKind().WithVersion(runtime.APIVersionInternal))
 	if err != nil || scheme.Convert(ext, back, nil) != nil {
