@@ -5,7 +5,9 @@
 // second each: the exempt level (the admin kubeconfig, system:masters) and workload-high (a
 // ServiceAccount in kube-system: FlowSchema kube-system-service-accounts). It reports the
 // probes' p50/p99 unloaded and under the overload, how the overload's requests were answered
-// (200, 429, other) and the server's RSS (and CPU) over each phase when -pid names it.
+// (200, 429, other) and the server's RSS (and CPU) over each phase when -pid names it (a
+// comma-separated list is summed: kube-apiserver and its etcd), and this program's own CPU
+// (the load shares the machine with the server).
 //
 // Requests are raw HTTP through client-go's transport (rest.HTTPClientFor), so client-go's
 // own retry of 429s does not hide them. The same program measures Kube and kube-apiserver.
@@ -19,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -42,13 +45,22 @@ const ns = "apf-bench"
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "the server's admin kubeconfig")
 	name := flag.String("name", "server", "label for the results")
-	pid := flag.Int("pid", 0, "the server's pid (RSS and CPU per phase; 0: not read)")
+	pid := flag.String("pid", "", "the server's pid, or pids separated by commas, summed (RSS and CPU per phase; empty: not read)")
 	workers := flag.Int("workers", 16, "closed-loop workers that find the sustained rate")
 	factor := flag.Float64("factor", 10, "the overload, as a multiple of the sustained rate")
 	phase := flag.Duration("phase", 20*time.Second, "length of each phase")
 	maxInFlight := flag.Int("max-inflight", 4096, "the overload's cap on requests in flight (beyond it an offered request is counted as not sent)")
 	flag.Parse()
-	if err := run(*kubeconfig, *name, *pid, *workers, *factor, *phase, *maxInFlight); err != nil {
+	var pids []int
+	for _, f := range strings.FieldsFunc(*pid, func(r rune) bool { return r == ',' }) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "apf: -pid:", err)
+			os.Exit(2)
+		}
+		pids = append(pids, n)
+	}
+	if err := run(*kubeconfig, *name, pids, *workers, *factor, *phase, *maxInFlight); err != nil {
 		fmt.Fprintln(os.Stderr, "apf:", err)
 		os.Exit(1)
 	}
@@ -77,9 +89,15 @@ func (t target) do(ctx context.Context, method, path string, body []byte, ct str
 	return resp.StatusCode, nil
 }
 
+// newTarget is a client of its own: a transport (and so HTTP/2 connections) not shared with
+// the other targets, as separate processes would have. client-go caches transports by TLS
+// configuration and adds a bearer token above the cache, so two ServiceAccounts' configs
+// would otherwise share one connection pool; a Proxy function (returning no proxy) makes the
+// transport uncacheable.
 func newTarget(cfg *rest.Config) (target, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = -1, 0
+	cfg.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return target{}, err
@@ -168,30 +186,42 @@ func (p *probe) quantiles() (p50, p99 float64, n int) {
 	return q(0.50), q(0.99), len(s)
 }
 
-// proc samples the server's RSS and CPU.
+// proc samples the server's RSS and CPU, summed over its processes.
 type proc struct {
-	pid    int
+	pids   []int
 	mu     sync.Mutex
 	minRSS int64
 	maxRSS int64
 }
 
 func (p *proc) rss() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb / 1024
+	var sum int64
+	for _, pid := range p.pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return 0
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				sum += kb / 1024
+			}
 		}
 	}
-	return 0
+	return sum
 }
 
 func (p *proc) cpu() float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+	var sum float64
+	for _, pid := range p.pids {
+		sum += cpuSeconds(strconv.Itoa(pid))
+	}
+	return sum
+}
+
+// cpuSeconds is the user and system CPU time of process pid ("self": this one).
+func cpuSeconds(pid string) float64 {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
 		return 0
 	}
@@ -237,9 +267,10 @@ type phaseResult struct {
 	RSSMaxMB          int64   `json:"rss_max_mb,omitempty"`
 	ServerCPUPerSec   float64 `json:"server_cpu_cores,omitempty"`
 	ServerCPUmsPerOK  float64 `json:"server_cpu_ms_per_ok,omitempty"`
+	ClientCPUPerSec   float64 `json:"client_cpu_cores"`
 }
 
-func run(kubeconfig, name string, pid, workers int, factor float64, phase time.Duration, maxInFlight int) error {
+func run(kubeconfig, name string, pids []int, workers int, factor float64, phase time.Duration, maxInFlight int) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -285,7 +316,7 @@ func run(kubeconfig, name string, pid, workers int, factor float64, phase time.D
 			return fmt.Errorf("%s probe: %d %v", what, code, err)
 		}
 	}
-	pr := &proc{pid: pid}
+	pr := &proc{pids: pids}
 	var results []phaseResult
 	measure := func(label string, load func(ctx context.Context) (ok, r429, other, notSent, offered int64)) {
 		ctx, cancel := context.WithTimeout(ctx, phase)
@@ -295,11 +326,11 @@ func run(kubeconfig, name string, pid, workers int, factor float64, phase time.D
 		wg.Add(2)
 		go pe.run(ctx, exempt, &wg)
 		go ph.run(ctx, high, &wg)
-		if pid != 0 {
+		if len(pids) > 0 {
 			wg.Add(1)
 			go pr.sample(ctx, &wg)
 		}
-		cpu0, t0 := pr.cpu(), time.Now()
+		cpu0, self0, t0 := pr.cpu(), cpuSeconds("self"), time.Now()
 		var ok, r429, other, notSent, offered int64
 		if load != nil {
 			ok, r429, other, notSent, offered = load(ctx)
@@ -314,7 +345,8 @@ func run(kubeconfig, name string, pid, workers int, factor float64, phase time.D
 			r.OfferedPerSec, r.OKPerSec = float64(offered)/secs, float64(ok)/secs
 			r.Rejected429PerSec, r.OtherPerSec, r.NotSentPerSec = float64(r429)/secs, float64(other)/secs, float64(notSent)/secs
 		}
-		if pid != 0 {
+		r.ClientCPUPerSec = (cpuSeconds("self") - self0) / secs
+		if len(pids) > 0 {
 			cpu := pr.cpu() - cpu0
 			r.RSSMinMB, r.RSSMaxMB = pr.minRSS, pr.maxRSS
 			r.ServerCPUPerSec = cpu / secs
