@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"sync"
 	"time"
 
@@ -29,6 +32,15 @@ type ServicesOptions struct {
 	// InternalIP (internal/agent/routes; needs Options.ClusterCIDR). Off in the zero value;
 	// the flags turn it on by default.
 	NodeRoutes bool
+	// LoopbackAPIServer is the API server's address:port when that server listens on an
+	// IPv4 loopback address only (kube server's default --bind-address 127.0.0.1): the
+	// kubernetes Service's ClusterIP traffic then goes there instead of to the address the
+	// Service lists, where nothing listens, so that pods reach the API (client-go's
+	// in-cluster configuration) and the node's processes too (proxy.Options.APIServer;
+	// the pod bridge's route_localnet is turned on, guarded). "" keeps upstream's
+	// behaviour. kube server --agent sets it when its bind address is loopback, kube agent
+	// when its server URL is (LoopbackAPIServer).
+	LoopbackAPIServer string
 	// Probe, when set, stands for the kernel's answer to whether nftables can be programmed
 	// (proxy.Options.Probe): tests make a node without nftables with it. No flag sets it.
 	Probe func() error
@@ -89,6 +101,7 @@ func (a *Agent) services(ctx context.Context) (func(context.Context) error, erro
 	o := proxy.Options{
 		Client: a.netClient(), NodeName: a.opts.NodeName, NodeIP: a.nodeIP, Table: a.opts.Services.Table,
 		ServiceCIDR: a.opts.ServiceCIDR, ClusterCIDR: cluster, Log: a.log, Recorder: recorder, Probe: a.opts.Services.Probe,
+		APIServer: a.opts.Services.LoopbackAPIServer, Bridge: a.opts.Bridge,
 	}
 	st := &servicesState{since: time.Now()}
 	p, err := proxy.New(o)
@@ -133,6 +146,29 @@ func (a *Agent) services(ctx context.Context) (func(context.Context) error, erro
 		}
 		return st.current().Run(ctx)
 	}, nil
+}
+
+// LoopbackAPIServer is the address:port of the API server URL rawURL when its host is an
+// IPv4 loopback address ("localhost" counts as 127.0.0.1), else "": what
+// ServicesOptions.LoopbackAPIServer wants for an agent whose server listens on loopback.
+func LoopbackAPIServer(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Hostname() == "" {
+		return ""
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.Is4() || !ip.IsLoopback() {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = "443"
+	}
+	return net.JoinHostPort(ip.String(), port)
 }
 
 // current is the running proxy (nil while nftables is unavailable).

@@ -43,3 +43,21 @@ func TestServiceProxyCondition(t *testing.T) {
 		})
 	}
 }
+
+func TestLoopbackAPIServer(t *testing.T) {
+	for url, want := range map[string]string{
+		"https://127.0.0.1:6443":   "127.0.0.1:6443",
+		"https://127.0.0.2:7000/":  "127.0.0.2:7000",
+		"https://localhost:6443":   "127.0.0.1:6443",
+		"https://127.0.0.1":        "127.0.0.1:443",
+		"https://10.1.2.3:6443":    "",
+		"https://[::1]:6443":       "",
+		"https://kube.example:443": "",
+		"":                         "",
+		"::nonsense":               "",
+	} {
+		if got := LoopbackAPIServer(url); got != want {
+			t.Errorf("LoopbackAPIServer(%q) = %q, want %q", url, got, want)
+		}
+	}
+}

@@ -104,6 +104,11 @@ func newAgentCommand(out, errOut io.Writer) *cobra.Command {
 			}
 			cfg.QPS, cfg.Burst = 50, 100
 			o.Config = cfg
+			if o.Services.LoopbackAPIServer == "" {
+				// A server reached on loopback (this host's, on its default bind) is not
+				// reachable at the address the kubernetes Service lists.
+				o.Services.LoopbackAPIServer = agent.LoopbackAPIServer(cfg.Host)
+			}
 			a, err := agent.New(o)
 			if err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,13 +97,20 @@ func (s *Server) startAgent(ctx context.Context, wg *sync.WaitGroup) error {
 	if evictionHard == "" {
 		evictionHard = InProcessEvictionHard
 	}
+	// On a loopback bind (the default) nothing listens at the address the kubernetes
+	// Service lists: the agent's Service proxy sends that Service's traffic to the
+	// loopback listener itself (agent.ServicesOptions.LoopbackAPIServer).
+	services := o.AgentServices
+	if ip := net.ParseIP(s.opts.BindAddress); ip != nil && ip.IsLoopback() && services.LoopbackAPIServer == "" {
+		services.LoopbackAPIServer = agent.LoopbackAPIServer(s.URL)
+	}
 	a, err := agent.New(agent.Options{
 		NodeName: name, DataDir: dir, Config: cfg, Port: o.AgentPort, PodCIDR: o.AgentPodCIDR,
 		ClusterCIDR: s.opts.ClusterCIDR, Bridge: o.AgentBridge, NodeIP: o.AgentNodeIP,
 		ContainerRuntimeEndpoint: o.AgentContainerRuntimeEndpoint, ContainerdProxy: o.AgentContainerdProxy,
 		ImageDir: o.AgentImageDir, ClusterDNS: o.AgentClusterDNS, ResolvConf: o.AgentResolvConf,
 		ServiceCIDR: strings.Split(s.opts.ServiceClusterIPRange, ",")[0],
-		Services:    o.AgentServices, DNS: o.AgentDNS, NetworkPolicy: o.AgentNetworkPolicy,
+		Services:    services, DNS: o.AgentDNS, NetworkPolicy: o.AgentNetworkPolicy,
 		Gateway: o.AgentGateway, EvictionHard: evictionHard, CgroupRoot: o.AgentCgroupRoot,
 		Log: s.opts.Log,
 	})

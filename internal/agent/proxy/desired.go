@@ -490,6 +490,13 @@ func buildPort(name k8sproxy.ServicePortName, svc k8sproxy.ServicePort, eps []k8
 	// ClusterIP.
 	ck := ipKey{ip: cip, proto: proto, port: port}
 	switch {
+	case o.apiServer.IsValid() && isAPIServerPort(name, svc):
+		// The API server listens on loopback only: its listed endpoints (the host's
+		// public address) would refuse the connection (loopback.go). No masquerade
+		// mark: the reply comes back to this node whatever the source.
+		d.chains[intChain] = []rule{{kind: rDNAT, proto: proto, addr: o.apiServer.Addr(), port: o.apiServer.Port()}}
+		d.serviceIPs[ck] = verdict{chain: intChain}
+		rep.Internal = "loopback API server " + o.apiServer.String()
 	case p.hasInternal:
 		var rules []rule
 		if o.clusterCIDR.IsValid() {

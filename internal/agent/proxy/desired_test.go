@@ -231,3 +231,75 @@ func TestBuildDesired(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildDesiredLoopbackAPIServer: with an API server on loopback only (Options.APIServer),
+// the kubernetes Service's ClusterIP port https is DNATed to it, with or without listed
+// endpoints; other Services, other ports and a Service of that name elsewhere keep their
+// endpoints; without the option the listed endpoint is used, as upstream.
+func TestBuildDesiredLoopbackAPIServer(t *testing.T) {
+	kubernetes := func(ns string, ports ...v1.ServicePort) *v1.Service {
+		return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubernetes"}, Spec: v1.ServiceSpec{
+			Type: v1.ServiceTypeClusterIP, ClusterIP: "10.96.0.1", ClusterIPs: []string{"10.96.0.1"}, Ports: ports}}
+	}
+	https := v1.ServicePort{Name: "https", Port: 443, Protocol: v1.ProtocolTCP, TargetPort: intstr.FromInt32(6443)}
+	metrics := v1.ServicePort{Name: "metrics", Port: 8443, Protocol: v1.ProtocolTCP, TargetPort: intstr.FromInt32(6443)}
+	slice := func(ns string) *discoveryv1.EndpointSlice {
+		s := sliceObj("kubernetes", ep{ip: "192.0.2.2", ready: true, serving: true})
+		s.Namespace = ns
+		s.Ports = []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To[int32](6443), Protocol: ptr.To(v1.ProtocolTCP)},
+			{Name: ptr.To("metrics"), Port: ptr.To[int32](6443), Protocol: ptr.To(v1.ProtocolTCP)}}
+		return s
+	}
+	other := kubernetes("other", https)
+	other.Spec.ClusterIP, other.Spec.ClusterIPs = "10.96.0.2", []string{"10.96.0.2"}
+	key := func(ip string, port uint16) ipKey { return ipKey{ip: netip.MustParseAddr(ip), proto: 6, port: port} }
+	loopback := mustParse("10.244.0.0/16")
+	loopback.apiServer = netip.MustParseAddrPort("127.0.0.1:6443")
+
+	for _, tc := range []struct {
+		name   string
+		o      parsed
+		slices []*discoveryv1.EndpointSlice
+		want   map[ipKey]string // ClusterIP port → its int- chain's content ("reject": no-endpoint element)
+	}{
+		{"loopback API server", loopback, []*discoveryv1.EndpointSlice{slice("default"), slice("other")}, map[ipKey]string{
+			key("10.96.0.1", 443):  "meta l4proto 6 dnat ip to 127.0.0.1:6443\n",
+			key("10.96.0.1", 8443): "ip saddr != 10.244.0.0/16 meta mark set mark or 0x4000\ngoto svc-",
+			key("10.96.0.2", 443):  "ip saddr != 10.244.0.0/16 meta mark set mark or 0x4000\ngoto svc-",
+		}},
+		{"loopback API server, no endpoints listed", loopback, nil, map[ipKey]string{
+			key("10.96.0.1", 443):  "meta l4proto 6 dnat ip to 127.0.0.1:6443\n",
+			key("10.96.0.1", 8443): "reject",
+			key("10.96.0.2", 443):  "reject",
+		}},
+		{"API server on the network (upstream)", mustParse("10.244.0.0/16"), []*discoveryv1.EndpointSlice{slice("default")}, map[ipKey]string{
+			key("10.96.0.1", 443):  "ip saddr != 10.244.0.0/16 meta mark set mark or 0x4000\ngoto svc-",
+			key("10.96.0.1", 8443): "ip saddr != 10.244.0.0/16 meta mark set mark or 0x4000\ngoto svc-",
+			key("10.96.0.2", 443):  "reject",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sm, em := trackers([]*v1.Service{kubernetes("default", https, metrics), other}, tc.slices)
+			d := buildDesired(sm, em, node, tc.o)
+			for k, want := range tc.want {
+				if want == "reject" {
+					if v, ok := d.noEndpointIPs[k]; !ok || v.kind != vReject {
+						t.Errorf("%v: no-endpoint element %v, %v; want reject", k, v, ok)
+					}
+					continue
+				}
+				v, ok := d.serviceIPs[k]
+				if !ok {
+					t.Errorf("%v: no service-ips element", k)
+					continue
+				}
+				if got := chainContent(d.chains[v.chain]); !strings.HasPrefix(got, want) {
+					t.Errorf("%v: chain %s:\n%s\nwant it to start with:\n%s", k, v.chain, got, want)
+				}
+			}
+			if !d.clusterIPs[netip.MustParseAddr("10.96.0.1")] {
+				t.Errorf("no lo route wanted for 10.96.0.1: the node's own processes could not reach it")
+			}
+		})
+	}
+}

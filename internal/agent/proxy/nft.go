@@ -33,6 +33,8 @@ type programmer struct {
 	conn   *nftables.Conn
 	table  *nftables.Table
 	nodeIP netip.Addr
+	// guardBridge is the bridge of the loopback guard (loopback.go); "" for none.
+	guardBridge string
 
 	maps map[string]*nftables.Set
 
@@ -49,12 +51,13 @@ type programmer struct {
 	noEndpointNPs map[portKey]verdict
 }
 
-func newProgrammer(table string, nodeIP netip.Addr) (*programmer, error) {
+func newProgrammer(table string, nodeIP netip.Addr, guardBridge string) (*programmer, error) {
 	conn, err := nftables.New(nftables.WithSockOptions(bigBuffers))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoNFTables, err)
 	}
-	return &programmer{conn: conn, table: &nftables.Table{Name: table, Family: nftables.TableFamilyIPv4}, nodeIP: nodeIP}, nil
+	return &programmer{conn: conn, table: &nftables.Table{Name: table, Family: nftables.TableFamilyIPv4}, nodeIP: nodeIP,
+		guardBridge: guardBridge}, nil
 }
 
 // transactionBuffer is the netlink socket's send and receive buffer: a first sync of
@@ -83,9 +86,20 @@ func bigBuffers(c *netlink.Conn) error {
 
 // setup makes the table, its base chains and maps, and (re)writes the base chains' fixed
 // rules, in one transaction; what a previous run left in the table stays until the first
-// apply replaces it.
+// apply replaces it. A loopback guard of a previous run for another bridge (or none now)
+// goes, and that bridge's route_localnet is turned off first.
 func (p *programmer) setup() error {
 	c := p.conn
+	if ok, err := hasChain(c, p.table, guardChain); err == nil && ok {
+		if old := guardedBridge(c, p.table); old != "" && old != p.guardBridge {
+			if _, err := setRouteLocalnet(old, false); err != nil {
+				return err
+			}
+		}
+		if p.guardBridge == "" {
+			c.DelChain(&nftables.Chain{Name: guardChain, Table: p.table})
+		}
+	}
 	c.AddTable(p.table)
 	concat := func(types ...nftables.SetDatatype) nftables.SetDatatype {
 		t, _ := nftables.ConcatSetType(types...)
@@ -143,6 +157,10 @@ func (p *programmer) setup() error {
 			rule(ch, ctStateNew(), daddrIs(p.nodeIP), protoPortVmap(p.maps[mapNoEndpointNPs]))
 		}
 	}
+	if p.guardBridge != "" {
+		guard := chain(guardChain, nftables.ChainTypeFilter, nftables.ChainHookInput, nftables.ChainPriorityFilter)
+		rule(guard, guardExprs(p.guardBridge))
+	}
 	services := chain(servicesChain, "", nil, nil)
 	rule(services, daddrProtoPortVmap(p.maps[mapServiceIPs]))
 	if p.nodeIP.IsValid() {
@@ -181,7 +199,7 @@ func (p *programmer) setup() error {
 
 // fixedChains are setup's, never deleted by apply.
 var fixedChains = map[string]bool{rejectChain: true, servicesChain: true, "filter-prerouting-pre-dnat": true,
-	"filter-output-pre-dnat": true, "nat-prerouting": true, "nat-output": true, "nat-postrouting": true}
+	"filter-output-pre-dnat": true, "nat-prerouting": true, "nat-output": true, "nat-postrouting": true, guardChain: true}
 
 // loadKnown reads which per-service chains and affinity sets the table holds (a previous
 // run's, or after a failed transaction), so that apply rewrites them all.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -35,6 +36,17 @@ type Options struct {
 	// ClusterCIDR is the pods' range: traffic from elsewhere to a ClusterIP is masqueraded
 	// ("" masquerades none of it).
 	ClusterCIDR string
+	// APIServer, when set, is the loopback address:port (IPv4) of an API server that
+	// listens on loopback only (kube server's default bind, 127.0.0.1): the kubernetes
+	// Service's ClusterIP traffic (default/kubernetes, port https) is DNATed there instead
+	// of to the endpoints the Service lists (the host's public address, where nothing
+	// listens). Pods on Bridge reach it (loopback.go); so do the node's own processes.
+	APIServer string
+	// Bridge is the pods' bridge: with APIServer, its route_localnet is turned on (a
+	// packet from it may be routed to a loopback address) and a guard rule drops whatever
+	// arrives on it for a loopback address without the proxy's DNAT. "" serves APIServer
+	// to the node's own processes only.
+	Bridge string
 	// Log receives the proxy's messages.
 	Log *slog.Logger
 	// Recorder, when set, receives the proxy's Events (a Warning on an EndpointSlice whose
@@ -67,6 +79,11 @@ type parsed struct {
 	nodeIP      netip.Addr
 	serviceCIDR netip.Prefix
 	clusterCIDR netip.Prefix
+	// apiServer is Options.APIServer (invalid when unset).
+	apiServer netip.AddrPort
+	// localnetBridge is Options.Bridge when there is an API server on loopback to reach
+	// from it: its route_localnet is on and the loopback guard names it ("" otherwise).
+	localnetBridge string
 }
 
 func (o *Options) defaults() {
@@ -101,6 +118,18 @@ func (o *Options) parse() (parsed, error) {
 			return p, fmt.Errorf("proxy: cluster CIDR %q: not an IPv4 prefix", o.ClusterCIDR)
 		}
 		p.clusterCIDR = p.clusterCIDR.Masked()
+	}
+	if o.APIServer != "" {
+		if p.apiServer, err = netip.ParseAddrPort(o.APIServer); err != nil || !p.apiServer.Addr().Is4() ||
+			!p.apiServer.Addr().IsLoopback() || p.apiServer.Port() == 0 {
+			return p, fmt.Errorf("proxy: API server %q: not an IPv4 loopback address:port", o.APIServer)
+		}
+	}
+	if len(o.Bridge) > 15 || strings.ContainsAny(o.Bridge, "/ ") || o.Bridge == "." || o.Bridge == ".." {
+		return p, fmt.Errorf("proxy: bridge %q: not an interface name", o.Bridge)
+	}
+	if p.apiServer.IsValid() {
+		p.localnetBridge = o.Bridge
 	}
 	if len(o.Table) > 200 {
 		return p, fmt.Errorf("proxy: table name %q too long", o.Table)

@@ -22,6 +22,10 @@ func TestProbe(t *testing.T) {
 		{"probe fails", Options{Client: fake.NewClientset(), NodeName: "n", ServiceCIDR: "10.96.0.0/12"}, true, true, "protocol not supported"},
 		{"bad options first", Options{Client: fake.NewClientset(), NodeName: "n", ServiceCIDR: "nonsense"}, false, false, "Service CIDR"},
 		{"no client", Options{NodeName: "n", ServiceCIDR: "10.96.0.0/12"}, false, false, "client"},
+		{"API server not loopback", Options{Client: fake.NewClientset(), NodeName: "n", ServiceCIDR: "10.96.0.0/12", APIServer: "10.1.2.3:6443"}, false, false, "loopback"},
+		{"API server IPv6", Options{Client: fake.NewClientset(), NodeName: "n", ServiceCIDR: "10.96.0.0/12", APIServer: "[::1]:6443"}, false, false, "loopback"},
+		{"API server without port", Options{Client: fake.NewClientset(), NodeName: "n", ServiceCIDR: "10.96.0.0/12", APIServer: "127.0.0.1"}, false, false, "loopback"},
+		{"bad bridge", Options{Client: fake.NewClientset(), NodeName: "n", ServiceCIDR: "10.96.0.0/12", APIServer: "127.0.0.1:6443", Bridge: "../all"}, false, false, "bridge"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			probed := false

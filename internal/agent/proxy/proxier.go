@@ -73,12 +73,17 @@ func New(o Options) (*Proxier, error) {
 			return nil, fmt.Errorf("%w: %v", ErrNoNFTables, err)
 		}
 	}
-	prog, err := newProgrammer(o.Table, p.nodeIP)
+	prog, err := newProgrammer(o.Table, p.nodeIP, p.localnetBridge)
 	if err != nil {
 		return nil, err
 	}
 	if err := prog.setup(); err != nil {
 		return nil, err
+	}
+	if p.localnetBridge != "" { // after setup: the guard is in place
+		if _, err := setRouteLocalnet(p.localnetBridge, true); err != nil {
+			return nil, err
+		}
 	}
 	if err := setSysctls(); err != nil {
 		return nil, err
@@ -118,7 +123,15 @@ func (px *Proxier) Run(ctx context.Context) error {
 	go ec.Run(ctx.Done())
 	defer svcFactory.Shutdown()
 	defer epFactory.Shutdown()
-	px.log.Info("Service proxy started", "nodeIP", px.o.NodeIP, "serviceCIDR", px.p.serviceCIDR, "clusterCIDR", px.o.ClusterCIDR)
+	px.log.Info("Service proxy started", "nodeIP", px.o.NodeIP, "serviceCIDR", px.p.serviceCIDR, "clusterCIDR", px.o.ClusterCIDR,
+		"loopbackAPIServer", px.o.APIServer, "bridge", px.o.Bridge)
+	if b := px.p.localnetBridge; b != "" {
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		var watching sync.WaitGroup
+		watching.Go(func() { watchBridge(watchCtx, b, px.log) })
+		defer watching.Wait()
+		defer stopWatch()
+	}
 
 	timer := time.NewTimer(resyncPeriod)
 	defer timer.Stop()
@@ -192,6 +205,9 @@ func (px *Proxier) sync() error {
 	}
 	if rerr := px.routes.sync(d.clusterIPs); rerr != nil {
 		px.log.Warn("ClusterIP routes", "err", rerr)
+	}
+	if b := px.p.localnetBridge; b != "" {
+		ensureLocalnet(b, px.log)
 	}
 	if epResult.ConntrackCleanupRequired {
 		conntrack.CleanStaleEntries(px.ct, v1.IPv4Protocol, px.svcMap, px.epMap)
