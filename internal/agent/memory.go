@@ -22,10 +22,11 @@ func (a *Agent) releaseAfterStart(ctx context.Context) {
 		return
 	case <-t.C:
 	}
+	before := startupmem.ResidentMB()
 	n, err := startupmem.Release()
 	if err != nil {
 		a.log.Warn("release start-up memory", "err", err)
 		return
 	}
-	a.log.Info("released start-up memory", "readOnlyMappingsMB", n>>20)
+	a.log.Info("released start-up memory", "readOnlyMappingsMB", n>>20, "rssBeforeMB", before, "rssAfterMB", startupmem.ResidentMB())
 }
