@@ -52,7 +52,9 @@ var (
 	idle    = flag.Int("idle", 110, "idle pods for the CPU and RSS figure")
 	settle  = flag.Duration("settle", 30*time.Second, "wait after the idle pods are Ready before sampling")
 	hold    = flag.Duration("hold", 120*time.Second, "sampling window of the idle cost")
-	sides   = flag.String("sides", "kubelet,kube", "which node processes to measure, in order")
+	sides   = flag.String("sides", "kubelet,kube", "which node processes to measure, in order: kubelet, or kube with optional modifiers, "+
+		"kube@BIN (the agent from another kube binary), kube+--flag=value (an extra agent flag), kube+NAME=value (an environment variable), e.g. kube+GOGC=50+--release-startup-memory=false")
+	every   = flag.Duration("every", 30*time.Second, "print a memory line this often during the idle hold")
 	keep    = flag.Bool("keep", false, "keep the working directory")
 	busybox = flag.String("busybox", "", "busybox image archive for the agent (default: the one run-kubelet.sh wrote on the kubelet side)")
 )
@@ -97,11 +99,11 @@ func run() error {
 	var rows []string
 	for _, side := range strings.Split(*sides, ",") {
 		var r result
-		switch side {
-		case "kubelet":
+		switch {
+		case side == "kubelet":
 			r, err = kubeletSide(cs, dir, kcfg)
-		case "kube":
-			r, err = agentSide(cs, dir, kcfg)
+		case side == "kube" || strings.HasPrefix(side, "kube@") || strings.HasPrefix(side, "kube+"):
+			r, err = agentSide(cs, dir, kcfg, parseAgentSide(side))
 		default:
 			err = fmt.Errorf("unknown side %q", side)
 		}
@@ -111,7 +113,7 @@ func run() error {
 		rows = append(rows, r.String(side))
 		fmt.Println(r.String(side))
 	}
-	fmt.Println("\nside    | batch p50 | batch p99 | serial p50 | serial p99 | idle CPU (cores) | idle RSS max (anonymous) | runtime CPU (cores)")
+	fmt.Println("\nside | batch p50 | batch p99 | serial p50 | serial p99 | idle CPU (cores) | idle RSS first / max / last (anonymous, file; the binary's) | minor faults/s | runtime CPU (cores)")
 	for _, r := range rows {
 		fmt.Println(r)
 	}
@@ -121,14 +123,104 @@ func run() error {
 type result struct {
 	batch, serial []time.Duration
 	cpu, rtCPU    float64 // cores over the hold
-	rssMB         float64
-	anonMB        float64 // RssAnon at the end of the hold: the process's own memory
+	firstMB       float64 // VmRSS at the start of the hold
+	rssMB         float64 // max VmRSS over the hold
+	last          memSample
+	minflt        float64 // minor faults a second over the hold
 	load          string
 }
 
 func (r result) String(side string) string {
-	return fmt.Sprintf("%-7s | %9s | %9s | %10s | %10s | %16.4f | %5.1f MB (anon %5.1f MB) | %.4f   (load %s)", side,
-		pct(r.batch, 0.5), pct(r.batch, 0.99), pct(r.serial, 0.5), pct(r.serial, 0.99), r.cpu, r.rssMB, r.anonMB, r.rtCPU, r.load)
+	return fmt.Sprintf("%s | %s | %s | %s | %s | %.4f | %.1f / %.1f / %.1f MB (anon %.1f, file %.1f; binary %.1f) | %.1f | %.4f   (load %s)", side,
+		pct(r.batch, 0.5), pct(r.batch, 0.99), pct(r.serial, 0.5), pct(r.serial, 0.99), r.cpu,
+		r.firstMB, r.rssMB, r.last.rss, r.last.anon, r.last.file, r.last.exe, r.minflt, r.rtCPU, r.load)
+}
+
+// memSample is a process's resident memory at one moment, in MB: VmRSS, RssAnon, RssFile,
+// and the resident pages of its executable's mappings (/proc/PID/smaps) by permission:
+// code (r-x), read-only data (r--: rodata, pclntab, symbols) and data (rw-, whose touched
+// pages are the process's own).
+type memSample struct {
+	rss, anon, file              float64
+	exe, exeText, exeRO, exeData float64
+}
+
+func sampleMem(pid int) memSample {
+	m := memSample{rss: statusMB(pid, "VmRSS:"), anon: statusMB(pid, "RssAnon:"), file: statusMB(pid, "RssFile:")}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return m
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return m
+	}
+	defer f.Close()
+	var cur *float64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		switch {
+		case len(fs) >= 5 && strings.Contains(fs[0], "-") && !strings.HasSuffix(fs[0], ":"):
+			cur = nil
+			if len(fs) >= 6 && fs[5] == exe {
+				switch fs[1][:3] {
+				case "r-x":
+					cur = &m.exeText
+				case "r--":
+					cur = &m.exeRO
+				default:
+					cur = &m.exeData
+				}
+			}
+		case len(fs) >= 2 && fs[0] == "Rss:" && cur != nil:
+			kb, _ := strconv.ParseFloat(fs[1], 64)
+			*cur += kb / 1024
+		}
+	}
+	m.exe = m.exeText + m.exeRO + m.exeData
+	return m
+}
+
+func (m memSample) String() string {
+	return fmt.Sprintf("RSS %.1f MB (anon %.1f, file %.1f); the binary's pages %.1f MB (code %.1f, read-only %.1f, data %.1f)",
+		m.rss, m.anon, m.file, m.exe, m.exeText, m.exeRO, m.exeData)
+}
+
+// minorFaults is the process's minflt (/proc/PID/stat field 10).
+func minorFaults(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	fs := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	v, _ := strconv.ParseFloat(fs[7], 64)
+	return v
+}
+
+// agentVariant is a kube side's modifiers: another binary, extra flags, environment.
+type agentVariant struct {
+	bin  string
+	args []string
+	env  []string
+}
+
+// parseAgentSide reads "kube[@BIN][+--flag=v][+NAME=v]...".
+func parseAgentSide(side string) agentVariant {
+	v := agentVariant{bin: *kubeBin}
+	parts := strings.Split(side, "+")
+	if _, bin, ok := strings.Cut(parts[0], "@"); ok {
+		v.bin = bin
+	}
+	for _, p := range parts[1:] {
+		if strings.HasPrefix(p, "-") {
+			v.args = append(v.args, p)
+		} else {
+			v.env = append(v.env, p)
+		}
+	}
+	return v
 }
 
 func pct(d []time.Duration, q float64) string {
@@ -171,9 +263,16 @@ func kubeletSide(cs *kubernetes.Clientset, dir, kcfg string) (result, error) {
 	return measure(cs, "localhost", pids["kubelet"], pids["containerd"], "")
 }
 
+// agentRuns counts the kube sides run so far.
+var agentRuns int
+
 // agentSide starts `kube agent` with its own containerd, measures, and stops it.
-func agentSide(cs *kubernetes.Clientset, dir, kcfg string) (result, error) {
+func agentSide(cs *kubernetes.Clientset, dir, kcfg string, v agentVariant) (result, error) {
+	agentRuns++
 	adir := filepath.Join(dir, "agent")
+	if agentRuns > 1 { // an earlier kube side's data directory stays as it was
+		adir += strconv.Itoa(agentRuns)
+	}
 	imgs := filepath.Join(dir, "agent-images")
 	if err := os.MkdirAll(imgs, 0o755); err != nil {
 		return result{}, err
@@ -189,12 +288,16 @@ func agentSide(cs *kubernetes.Clientset, dir, kcfg string) (result, error) {
 	resolv := filepath.Join(dir, "resolv.conf")
 	_ = os.WriteFile(resolv, []byte("nameserver 127.0.0.1\noptions ndots:1\n"), 0o644)
 	const node = "kube-agent-node"
-	cmd := exec.Command(*kubeBin, "agent", "--kubeconfig", kcfg, "--data-dir", adir, "--node-name", node,
+	cmd := exec.Command(v.bin, "agent", "--kubeconfig", kcfg, "--data-dir", adir, "--node-name", node,
 		"--port", strconv.Itoa(freePort()), "--address", "127.0.0.1", "--bridge", "kbcmp2", "--cluster-cidr", "10.239.0.0/16",
 		"--image-dir", imgs, "--containerd-proxy", "http://127.0.0.1:9", "--resolv-conf", resolv,
 		"--services=false", "--dns=false", "--network-policy=false", "--gateway=false", "--node-routes=false",
 		"--eviction-hard", "memory.available<100Mi")
-	alog, _ := os.Create(filepath.Join(dir, "agent.log"))
+	cmd.Args = append(cmd.Args, v.args...)
+	cmd.Env = append(os.Environ(), v.env...)
+	fmt.Printf("agent: %s %s\n", strings.Join(v.env, " "), strings.Join(cmd.Args, " "))
+	logPath := filepath.Join(adir + ".log")
+	alog, _ := os.Create(logPath)
 	cmd.Stdout, cmd.Stderr = alog, alog
 	if err := cmd.Start(); err != nil {
 		return result{}, err
@@ -221,7 +324,7 @@ func agentSide(cs *kubernetes.Clientset, dir, kcfg string) (result, error) {
 	if b, err := os.ReadFile(filepath.Join(adir, "containerd", "containerd.pid")); err == nil {
 		ctrPid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
-	return measure(cs, node, cmd.Process.Pid, ctrPid, filepath.Join(dir, "agent.log"))
+	return measure(cs, node, cmd.Process.Pid, ctrPid, logPath)
 }
 
 // measure runs the three phases on node; pid is the node process, rtPid its runtime's.
@@ -295,19 +398,37 @@ func measure(cs *kubernetes.Clientset, node string, pid, rtPid int, traceLog str
 	}
 	fmt.Printf("%s: %d idle pods Ready; settling %s, sampling %s\n", node, *idle, *settle, *hold)
 	time.Sleep(*settle)
-	c0, rc0 := cpuSeconds(pid), cpuSeconds(rtPid)
+	c0, rc0, f0 := cpuSeconds(pid), cpuSeconds(rtPid), minorFaults(pid)
 	t0 := time.Now()
-	var maxRSS float64
+	first := sampleMem(pid)
+	r.firstMB, r.rssMB = first.rss, first.rss
+	fmt.Printf("  %4.0fs %s; minor faults 0, CPU 0 s (load %s)\n", 0.0, first, loadavg())
+	next := *every
 	for time.Since(t0) < *hold {
 		time.Sleep(5 * time.Second)
-		maxRSS = max(maxRSS, statusMB(pid, "VmRSS:"))
+		r.rssMB = max(r.rssMB, statusMB(pid, "VmRSS:"))
+		if el := time.Since(t0); el >= next || el >= *hold {
+			next += *every
+			fmt.Printf("  %4.0fs %s; minor faults %.0f, CPU %.2f s (load %s)\n", el.Seconds(), sampleMem(pid),
+				minorFaults(pid)-f0, cpuSeconds(pid)-c0, loadavg())
+		}
 	}
 	el := time.Since(t0).Seconds()
 	r.cpu = (cpuSeconds(pid) - c0) / el
 	r.rtCPU = (cpuSeconds(rtPid) - rc0) / el
-	r.rssMB = maxRSS
-	r.anonMB = statusMB(pid, "RssAnon:")
+	r.minflt = (minorFaults(pid) - f0) / el
+	r.last = sampleMem(pid)
+	r.rssMB = max(r.rssMB, r.last.rss)
 	r.load = loadavg()
+	if traceLog != "" {
+		if b, err := os.ReadFile(traceLog); err == nil {
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.Contains(l, "start-up memory") {
+					fmt.Println("  agent log:", l)
+				}
+			}
+		}
+	}
 	if err := deleteAll(cs, idleNS); err != nil {
 		return r, err
 	}
