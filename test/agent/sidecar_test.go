@@ -51,7 +51,9 @@ func TestSidecarContainers(t *testing.T) {
 		cs := clientset(t)
 		ns := namespace(t, cs)
 		ctx := ctxT(t, 3*time.Minute)
-		p := busyboxPod("job", nodeName, `test -f /shared/sidecar-started || exit 7; while [ ! -f /tmp/finish ]; do sleep 0.2; done`)
+		// The main container lingers a second after it saw the file: its exit kills every
+		// process of its pid namespace, the exec'd touch too if it has not exited yet (137).
+		p := busyboxPod("job", nodeName, `test -f /shared/sidecar-started || exit 7; while [ ! -f /tmp/finish ]; do sleep 0.2; done; sleep 1`)
 		p.Spec.RestartPolicy = corev1.RestartPolicyNever
 		p.Spec.Volumes = []corev1.Volume{{Name: "shared", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 		mount := []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}}
