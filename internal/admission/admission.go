@@ -53,6 +53,13 @@ type Attributes struct {
 	// moment before: plugins that read upstream's types use them instead of converting
 	// again. Read-only.
 	Internal, OldInternal runtime.Object
+	// Admitted and AdmittedOld, set by mutating admission, are Object and OldObject in
+	// upstream's internal types as the built-in plugins left them (Object's changes written
+	// back into Object.Object); Admitted stands for Object only while Object.Object is the
+	// map AdmittedContent. The handler hands them to the kind's validation
+	// (registry.Validated) so that it does not convert the objects again.
+	Admitted, AdmittedOld runtime.Object
+	AdmittedContent       map[string]any
 	// TypeConverter returns the kind's structured-merge-diff type converter (for
 	// MutatingAdmissionPolicies' ApplyConfigurations); nil: the deduced one.
 	TypeConverter func() managedfields.TypeConverter

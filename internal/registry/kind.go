@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -263,15 +264,34 @@ type ContextStrategy interface {
 	ValidateUpdateContext(ctx context.Context, obj, old *unstructured.Unstructured, subresource string) error
 }
 
-// Validated carries, through a write's validation context, the forms in upstream's internal
-// types of the object and the stored object that a ContextStrategy converted to validate
-// them, so that validating admission, which reads the same objects, does not convert them
-// again. Content is the map the strategy left in obj.Object, converted from Object: the
-// forms stand for obj only while obj.Object is that same map and nothing changed it in place
-// (the handler runs validating admission right after validation). Both are read-only.
+// Validated carries, through a write's validation context, the typed forms of the object
+// that the steps of one write made, so that the next step does not convert the content
+// again. Content is the map they stand for: the forms stand for obj only while obj.Object is
+// that same map and nothing changed it in place (the handler drops them where a step changes
+// an object in place, as an allocator does). All forms are read-only but for Object, which
+// the step it is handed to owns.
+//
+// On entry to a ContextStrategy's validation it may hold what mutating admission left:
+// Object, the internal form the built-in plugins mutated (defaulted before them, as the
+// request body was); a strategy may validate that instead of decoding obj when Content is
+// obj.Object. On return the strategy fills it with what validation made: Object and Old,
+// upstream's internal forms of the object and the stored object, for validating admission;
+// Versioned, the typed object of obj's version that Content was converted from, for the
+// response's protobuf encoding.
 type Validated struct {
 	Content     map[string]any
 	Object, Old runtime.Object
+	Versioned   runtime.Object
+}
+
+// For says whether v stands for content (the same map, not an equal one).
+func (v *Validated) For(content map[string]any) bool {
+	return v != nil && SameMap(v.Content, content)
+}
+
+// SameMap says whether a and b are the same map (not equal maps).
+func SameMap(a, b map[string]any) bool {
+	return a != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 type validatedKey struct{}

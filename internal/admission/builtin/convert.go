@@ -205,14 +205,20 @@ func (c *converted) writeBack(a *admission.Attributes) error {
 	if _, ok := c.objIn.(*unstructured.Unstructured); ok {
 		return nil // changed in place
 	}
-	if c.before != nil && apiequality.Semantic.DeepEqual(c.before, c.objIn) {
-		return nil
+	if c.before == nil || !apiequality.Semantic.DeepEqual(c.before, c.objIn) {
+		content, err := fromInternal(c.objIn, c.objGVK)
+		if err != nil {
+			return err
+		}
+		a.Object.Object = content
 	}
-	content, err := fromInternal(c.objIn, c.objGVK)
-	if err != nil {
-		return err
+	if a.Subresource == "" && c.objGVK == a.Kind {
+		// The internal form now stands for the content: validation may take it.
+		a.Admitted, a.AdmittedContent = c.objIn, a.Object.Object
+		if _, ok := c.oldIn.(*unstructured.Unstructured); !ok && c.oldIn != nil {
+			a.AdmittedOld = c.oldIn
+		}
 	}
-	a.Object.Object = content
 	return nil
 }
 

@@ -104,6 +104,10 @@ type call struct {
 	// validated holds the internal-type objects the kind's validation of the write made
 	// (see registry.Validated), for validating admission.
 	validated *registry.Validated
+	// admitted holds the internal-type objects mutating admission left (see
+	// admission.Attributes.Admitted), for the kind's validation; nil once a step changed
+	// the object in place.
+	admitted *registry.Validated
 }
 
 func (c *call) fail(err error) {

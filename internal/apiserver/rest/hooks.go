@@ -2,7 +2,6 @@ package rest
 
 import (
 	"context"
-	"reflect"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +10,7 @@ import (
 
 	"kubeos.dev/kube/internal/admission"
 	"kubeos.dev/kube/internal/apiserver/request"
+	"kubeos.dev/kube/internal/registry"
 )
 
 // attributes describes the call to admission.
@@ -49,7 +49,18 @@ func (c *call) admit(op admission.Operation, obj, old *unstructured.Unstructured
 	if c.h.admission == nil {
 		return nil
 	}
-	return admissionError(c.h.admission.Admit(c.admissionContext(), c.attributes(op, obj, old, dryRun)), c)
+	a := c.attributes(op, obj, old, dryRun)
+	c.admitted = nil
+	if err := admissionError(c.h.admission.Admit(c.admissionContext(), a), c); err != nil {
+		return err
+	}
+	if a.Admitted != nil && obj != nil && a.Object == obj && registry.SameMap(a.AdmittedContent, obj.Object) {
+		c.admitted = &registry.Validated{Content: obj.Object, Object: a.Admitted}
+		if a.OldObject == old {
+			c.admitted.Old = a.AdmittedOld
+		}
+	}
+	return nil
 }
 
 // validateAdmission runs validating admission.
@@ -58,17 +69,12 @@ func (c *call) validateAdmission(op admission.Operation, obj, old *unstructured.
 		return nil
 	}
 	a := c.attributes(op, obj, old, dryRun)
-	if v := c.validated; v != nil && obj != nil && v.Object != nil && sameMap(v.Content, obj.Object) &&
+	if v := c.validated; obj != nil && v.For(obj.Object) && v.Object != nil &&
 		(c.info.Subresource == "" || c.info.Subresource == "status") {
 		// Validation converted these objects a moment ago; nothing changed them since.
 		a.Internal, a.OldInternal = v.Object, v.Old
 	}
 	return admissionError(c.h.admission.Validate(c.admissionContext(), a), c)
-}
-
-// sameMap says whether a and b are the same map (not equal maps).
-func sameMap(a, b map[string]any) bool {
-	return a != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // admissionContext lets admission add Warning headers to the response.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"sync"
 
@@ -58,7 +59,7 @@ func protoObject(kind *registry.Kind, obj *unstructured.Unstructured, memo bool)
 	rv := obj.GetResourceVersion()
 	memoKey := ""
 	if rv != "" && memo {
-		memoKey = kind.APIVersion() + "/" + kind.Kind + "/" + obj.GetNamespace() + "/" + obj.GetName() + "/" + rv
+		memoKey = protoMemoKey(kind, obj, rv)
 		if b, ok := objectProtos.get(memoKey); ok {
 			return b, nil
 		}
@@ -71,6 +72,10 @@ func protoObject(kind *registry.Kind, obj *unstructured.Unstructured, memo bool)
 		objectProtos.put(memoKey, b)
 	}
 	return b, nil
+}
+
+func protoMemoKey(kind *registry.Kind, obj *unstructured.Unstructured, rv string) string {
+	return kind.APIVersion() + "/" + kind.Kind + "/" + obj.GetNamespace() + "/" + obj.GetName() + "/" + rv
 }
 
 // memoProto says whether the protobuf encodings of this call's objects are remembered: not
@@ -92,6 +97,41 @@ func protoMessage(kind *registry.Kind, obj *unstructured.Unstructured) ([]byte, 
 	return m.Marshal()
 }
 
+// validatedProto is the protobuf message of obj, the object this call wrote, encoded from
+// the typed object its validation converted obj's content from (registry.Validated), which
+// saves converting the content again. The store set the resourceVersion on the content
+// after validation, in place (storage.Store.Create, GuaranteedUpdate); nothing else changes
+// it. nil when the call has no such object for obj.
+func (c *call) validatedProto(obj *unstructured.Unstructured) ([]byte, error) {
+	v := c.validated
+	if !v.For(obj.Object) || v.Versioned == nil {
+		return nil, nil
+	}
+	typed, ok := v.Versioned.(interface {
+		protoMarshaler
+		metav1.Object
+	})
+	if !ok || c.kind.NewTyped == nil || reflect.TypeOf(typed) != c.typedType() {
+		return nil, nil
+	}
+	typed.SetResourceVersion(obj.GetResourceVersion())
+	b, err := typed.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if rv := obj.GetResourceVersion(); rv != "" && c.memoProto() {
+		objectProtos.put(protoMemoKey(c.kind, obj, rv), b)
+	}
+	return b, nil
+}
+
+// typedType is the Go type of the kind's typed objects, found once per Kind.
+func (c *call) typedType() reflect.Type {
+	return c.kind.Derived(typedTypeKey{}, func() any { return reflect.TypeOf(c.kind.NewTyped()) }).(reflect.Type)
+}
+
+type typedTypeKey struct{}
+
 // envelope wraps a protobuf message in the runtime.Unknown envelope with the magic prefix.
 func envelope(apiVersion, kind string, raw []byte) ([]byte, error) {
 	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: apiVersion, Kind: kind}, Raw: raw}
@@ -104,7 +144,10 @@ func envelope(apiVersion, kind string, raw []byte) ([]byte, error) {
 
 // writeProto writes an object as protobuf.
 func (c *call) writeProto(code int, obj *unstructured.Unstructured) {
-	raw, err := protoObject(c.kind, obj, c.memoProto())
+	raw, err := c.validatedProto(obj)
+	if raw == nil && err == nil {
+		raw, err = protoObject(c.kind, obj, c.memoProto())
+	}
 	if err == nil {
 		var body []byte
 		if body, err = envelope(c.kind.APIVersion(), c.kind.Kind, raw); err == nil {

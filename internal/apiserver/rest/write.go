@@ -262,6 +262,10 @@ func (c *call) validate(obj, old *unstructured.Unstructured) error {
 	st := c.kind.StrategyOrDefault()
 	if cs, ok := st.(registry.ContextStrategy); ok {
 		c.validated = &registry.Validated{}
+		if c.admitted.For(obj.Object) {
+			*c.validated = *c.admitted
+		}
+		c.admitted = nil
 		ctx := registry.WithValidated(c.admissionContext(), c.validated)
 		if old == nil {
 			return cs.ValidateCreateContext(ctx, obj)
@@ -352,6 +356,7 @@ func (c *call) createObject(obj *unstructured.Unstructured, o writeOptions) (cre
 		return nil, 0, err
 	}
 	if a := c.kind.Allocator; a != nil {
+		c.admitted = nil // allocators change the object in place
 		finish, err := a.BeginCreate(c.ctx, obj, o.dryRun)
 		if err != nil {
 			return nil, 0, err
@@ -616,6 +621,7 @@ func (c *call) updateObject(pre *storage.Preconditions, o writeOptions, next fun
 			return nil, err
 		}
 		if a := c.kind.Allocator; a != nil {
+			c.admitted = nil // allocators change the object in place
 			finish, err := a.BeginUpdate(c.ctx, obj, cur, o.dryRun)
 			if err != nil {
 				return nil, err

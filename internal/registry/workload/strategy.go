@@ -80,7 +80,7 @@ func (s *strategy) ValidateUpdate(obj, old *unstructured.Unstructured) field.Err
 
 // ValidateCreateContext implements registry.ContextStrategy.
 func (s *strategy) ValidateCreateContext(ctx context.Context, obj *unstructured.Unstructured) error {
-	in, err := s.decode(obj)
+	in, err := s.decodeContext(ctx, obj)
 	if err != nil {
 		return err
 	}
@@ -105,11 +105,11 @@ func (s *strategy) ValidateUpdateContext(ctx context.Context, obj, old *unstruct
 		// PrepareForUpdate for writes of the object itself only).
 		defaulted(obj, s.gvk)
 	}
-	in, err := s.decode(obj)
+	in, err := s.decodeContext(ctx, obj)
 	if err != nil {
 		return err
 	}
-	oldIn, err := toInternal(old.Object, s.gvk)
+	oldIn, err := s.decodeOld(ctx, old)
 	if err != nil {
 		// The stored object is beyond repair: let a valid new one replace it.
 		return s.ValidateCreateContext(ctx, obj)
@@ -134,6 +134,34 @@ func (s *strategy) GracePeriod(obj *unstructured.Unstructured, requested *int64)
 		return 0
 	}
 	return *opts.GracePeriodSeconds
+}
+
+// decodeContext is decode, or the internal form mutating admission left for obj (see
+// registry.Validated): the built-in plugins converted the content (with its defaults) and
+// changed that form, and their changes were written back into obj.Object, so decoding it
+// again would give the same object. Upstream does not default what built-in plugins add
+// either; what a webhook or policy changed is new content, decoded (and defaulted) below.
+func (s *strategy) decodeContext(ctx context.Context, obj *unstructured.Unstructured) (runtime.Object, error) {
+	if v := registry.ValidatedFrom(ctx); v.For(obj.Object) && v.Object != nil && s.isInternal(v.Object) {
+		in := v.Object
+		v.Object = nil // handed over: validation changes it
+		return in, nil
+	}
+	return s.decode(obj)
+}
+
+// decodeOld is the stored object's internal form: the one admission read, when it did.
+func (s *strategy) decodeOld(ctx context.Context, old *unstructured.Unstructured) (runtime.Object, error) {
+	if v := registry.ValidatedFrom(ctx); v != nil && v.Old != nil && s.isInternal(v.Old) {
+		return v.Old, nil
+	}
+	return toInternal(old.Object, s.gvk)
+}
+
+// isInternal says whether o is this kind's internal type.
+func (s *strategy) isInternal(o runtime.Object) bool {
+	gvks, _, err := scheme.ObjectKinds(o)
+	return err == nil && len(gvks) > 0 && gvks[0].GroupKind() == s.gvk.GroupKind() && gvks[0].Version == runtime.APIVersionInternal
 }
 
 // decode turns a request object into the internal type; values of the wrong type are a 422
@@ -172,11 +200,12 @@ func (s *strategy) encodeInto(ctx context.Context, obj *unstructured.Unstructure
 	if v == nil {
 		return nil
 	}
+	*v = registry.Validated{}
 	back, err := scheme.New(s.gvk.GroupKind().WithVersion(runtime.APIVersionInternal))
 	if err != nil || scheme.Convert(ext, back, nil) != nil {
 		return nil // validating admission converts obj itself
 	}
-	*v = registry.Validated{Content: obj.Object, Object: back, Old: old}
+	*v = registry.Validated{Content: obj.Object, Object: back, Old: old, Versioned: ext}
 	return nil
 }
 
