@@ -30,6 +30,13 @@
 //     route on lo (protocol 0x4b, "K") so the node's own processes can connect to it (the
 //     output hook's DNAT then reroutes the packet).
 //
+// With Options.APIServer (an API server listening on loopback only: kube server's default
+// bind), the kubernetes Service's ClusterIP port https is DNATed to that loopback address
+// instead of the endpoint the Service lists (the host's address, where nothing listens),
+// so that pods and the node reach the API through it; the pod bridge (Options.Bridge) gets
+// route_localnet, and the fixed chain loopback-guard (filter input) drops what arrives on
+// the bridge for 127.0.0.0/8 without that DNAT (loopback.go).
+//
 // Changes are incremental: Services and EndpointSlices go through upstream's
 // ServiceChangeTracker and EndpointsChangeTracker; a sync rebuilds the desired content of
 // the changed Service ports only (pure: desired.go; each port's part is cached while its
@@ -73,8 +80,8 @@
 // New needs CAP_NET_ADMIN and nf_tables; without them (or with Options.Probe failing) it
 // fails with ErrNoNFTables. There is no userspace fallback: the agent keeps the node's pods
 // running, reports the node's ServiceProxyReady condition False (NFTablesUnavailable) and
-// tries New again every few seconds. Cleanup removes the table and routes
-// (`kube agent --cleanup` and tests). Handler serves /debug/services (what is programmed,
+// tries New again every few seconds. Cleanup removes the table and routes and turns the
+// guarded bridge's route_localnet off (`kube agent --cleanup` and tests). Handler serves /debug/services (what is programmed,
 // from which EndpointSlice resourceVersions); Metrics registers
 // kubeproxy_sync_proxy_rules_duration_seconds and the programmed counts.
 package proxy
