@@ -14,9 +14,8 @@ import (
 	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
-	k8sproxy "k8s.io/kubernetes/pkg/proxy"
-
 	v1 "k8s.io/api/core/v1"
+	k8sproxy "k8s.io/kubernetes/pkg/proxy"
 )
 
 // An API server on loopback only (Options.APIServer). The kubernetes Service lists the
@@ -42,7 +41,8 @@ const guardChain = "loopback-guard"
 // ctStatusDNAT is conntrack's IPS_DST_NAT status bit (linux/netfilter/nf_conntrack_common.h).
 const ctStatusDNAT uint32 = 1 << 5
 
-// apiServerService is the Service port whose traffic goes to Options.APIServer.
+// isAPIServerPort says the Service port is the one whose ClusterIP traffic goes to
+// Options.APIServer: default/kubernetes, port https (TCP).
 func isAPIServerPort(name k8sproxy.ServicePortName, svc k8sproxy.ServicePort) bool {
 	return name.Namespace == "default" && name.Name == "kubernetes" && name.Port == "https" &&
 		svc.Protocol() == v1.ProtocolTCP
