@@ -41,6 +41,22 @@ import (
 // by file offset: the last page of the read-only data segment and the RELRO page may be
 // the same page of the file, mapped twice.
 func Release() (int64, error) {
+	n, err := advise(true)
+	debug.FreeOSMemory()
+	return n, err
+}
+
+// Trim drops the executable's pages from the resident set again, as Release does but
+// without its hints and page-cache eviction: after Release, what the process touched
+// again was read back in small folios, and DONTNEED alone returns it for minor faults.
+// For a process that touches code now and then (a burst of pod starts) and idles after.
+func Trim() (int64, error) {
+	return advise(false)
+}
+
+// advise advises the executable's releasable mappings: the hints and MADV_PAGEOUT first
+// when first is set, then MADV_DONTNEED. It returns the bytes of the mappings advised.
+func advise(first bool) (int64, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return 0, err
@@ -60,17 +76,18 @@ func Release() (int64, error) {
 	}
 	var n int64
 	for _, r := range releasable(ms, relro) {
-		// Hints first; a kernel without one of them (no THP, before 5.4's MADV_PAGEOUT)
-		// still gets the DONTNEED.
-		for _, advice := range []int{unix.MADV_NOHUGEPAGE, unix.MADV_RANDOM, unix.MADV_PAGEOUT} {
-			_ = madvise(r, advice)
+		if first {
+			// Hints first; a kernel without one of them (no THP, before 5.4's
+			// MADV_PAGEOUT) still gets the DONTNEED.
+			for _, advice := range []int{unix.MADV_NOHUGEPAGE, unix.MADV_RANDOM, unix.MADV_PAGEOUT} {
+				_ = madvise(r, advice)
+			}
 		}
 		if err := madvise(r, unix.MADV_DONTNEED); err != nil {
 			return n, fmt.Errorf("madvise %#x-%#x: %w", r[0], r[1], err)
 		}
 		n += int64(r[1] - r[0])
 	}
-	debug.FreeOSMemory()
 	return n, nil
 }
 
@@ -185,17 +202,24 @@ func parseSmaps(s *bufio.Scanner, file string) ([]mapping, error) {
 }
 
 // ResidentMB is the process's VmRSS in MiB (0 when /proc/self/status cannot be read).
-func ResidentMB() int64 {
+func ResidentMB() int64 { return statusKB("VmRSS:") >> 10 }
+
+// FileResidentMB is the process's file-backed resident memory (RssFile) in MiB: in a Go
+// program, nearly all of it is its executable's pages.
+func FileResidentMB() int64 { return statusKB("RssFile:") >> 10 }
+
+// statusKB is a kB field of /proc/self/status (0 when it cannot be read).
+func statusKB(field string) int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(l, field); ok {
 			fs := strings.Fields(rest)
 			if len(fs) > 0 {
 				kb, _ := strconv.ParseInt(fs[0], 10, 64)
-				return kb >> 10
+				return kb
 			}
 		}
 	}
