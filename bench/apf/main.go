@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	_ "net/http/pprof" // -debug-addr
 	"net/url"
 	"os"
 	"sort"
@@ -50,7 +51,13 @@ func main() {
 	factor := flag.Float64("factor", 10, "the overload, as a multiple of the sustained rate")
 	phase := flag.Duration("phase", 20*time.Second, "length of each phase")
 	maxInFlight := flag.Int("max-inflight", 4096, "the overload's cap on requests in flight (beyond it an offered request is counted as not sent)")
+	separate := flag.Bool("separate-load", true, "run the load in a child process of its own (false: in this process, beside the probes)")
+	loadProcessMode := flag.Bool("load-process", false, "internal: be the load process (commands on stdin, results on stdout)")
+	debugAddr := flag.String("debug-addr", "", "serve this program's /debug/pprof on this address (e.g. 127.0.0.1:6061) to see where the load waits")
 	flag.Parse()
+	if *debugAddr != "" {
+		go func() { fmt.Fprintln(os.Stderr, "apf: debug server:", http.ListenAndServe(*debugAddr, nil)) }()
+	}
 	var pids []int
 	for _, f := range strings.FieldsFunc(*pid, func(r rune) bool { return r == ',' }) {
 		n, err := strconv.Atoi(f)
@@ -60,7 +67,14 @@ func main() {
 		}
 		pids = append(pids, n)
 	}
-	if err := run(*kubeconfig, *name, pids, *workers, *factor, *phase, *maxInFlight); err != nil {
+	if *loadProcessMode {
+		if err := loadProcessMain(*kubeconfig, *maxInFlight); err != nil {
+			fmt.Fprintln(os.Stderr, "apf load process:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(*kubeconfig, *name, pids, *workers, *factor, *phase, *maxInFlight, *separate); err != nil {
 		fmt.Fprintln(os.Stderr, "apf:", err)
 		os.Exit(1)
 	}
@@ -270,13 +284,38 @@ type phaseResult struct {
 	ClientCPUPerSec   float64 `json:"client_cpu_cores"`
 }
 
-func run(kubeconfig, name string, pids []int, workers int, factor float64, phase time.Duration, maxInFlight int) error {
+// clientsets builds the admin configuration and clientset of kubeconfig.
+func clientsets(kubeconfig string) (*rest.Config, *kubernetes.Clientset, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	cfg.QPS, cfg.Burst = -1, 0
 	cs, err := kubernetes.NewForConfig(cfg)
+	return cfg, cs, err
+}
+
+// loadProcessMain is the -load-process child: the low-priority user's client, driven by
+// its parent (serveLoad).
+func loadProcessMain(kubeconfig string, maxInFlight int) error {
+	ctx := context.Background()
+	cfg, cs, err := clientsets(kubeconfig)
+	if err != nil {
+		return err
+	}
+	lowCfg, err := tokenConfig(ctx, cs, cfg, ns, "load")
+	if err != nil {
+		return err
+	}
+	low, err := newTarget(lowCfg)
+	if err != nil {
+		return err
+	}
+	return serveLoad(ctx, low, maxInFlight, os.Stdin, os.Stdout)
+}
+
+func run(kubeconfig, name string, pids []int, workers int, factor float64, phase time.Duration, maxInFlight int, separate bool) error {
+	cfg, cs, err := clientsets(kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -316,9 +355,26 @@ func run(kubeconfig, name string, pids []int, workers int, factor float64, phase
 			return fmt.Errorf("%s probe: %d %v", what, code, err)
 		}
 	}
+	// The load: in a child process of its own, or here.
+	load := func(ctx context.Context, c loadCommand) loadResult { return runLoad(ctx, low, c, maxInFlight) }
+	var child *loadProcess
+	if separate {
+		if child, err = startLoadProcess(kubeconfig, maxInFlight); err != nil {
+			return err
+		}
+		defer child.stop()
+		load = func(ctx context.Context, c loadCommand) loadResult {
+			r, err := child.run(c)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "apf:", err)
+			}
+			return r
+		}
+	}
 	pr := &proc{pids: pids}
 	var results []phaseResult
-	measure := func(label string, load func(ctx context.Context) (ok, r429, other, notSent, offered int64)) {
+	var sustained float64
+	measure := func(label string, c *loadCommand) {
 		ctx, cancel := context.WithTimeout(ctx, phase)
 		defer cancel()
 		var wg sync.WaitGroup
@@ -330,22 +386,32 @@ func run(kubeconfig, name string, pids []int, workers int, factor float64, phase
 			wg.Add(1)
 			go pr.sample(ctx, &wg)
 		}
-		cpu0, self0, t0 := pr.cpu(), cpuSeconds("self"), time.Now()
-		var ok, r429, other, notSent, offered int64
-		if load != nil {
-			ok, r429, other, notSent, offered = load(ctx)
+		childCPU := func() float64 {
+			if child == nil {
+				return 0
+			}
+			return cpuSeconds(strconv.Itoa(child.cmd.Process.Pid))
 		}
+		cpu0, self0, t0 := pr.cpu(), cpuSeconds("self")+childCPU(), time.Now()
+		var lr loadResult
+		if c != nil {
+			lr = load(ctx, *c)
+			if label == "sustained" {
+				sustained = float64(lr.OK) / phase.Seconds()
+			}
+		}
+		ok := lr.OK
 		<-ctx.Done()
 		wg.Wait()
 		secs := time.Since(t0).Seconds()
 		r := phaseResult{Name: name, Phase: label, ProbeErrors: pe.bad.Load() + ph.bad.Load()}
 		r.ExemptP50, r.ExemptP99, _ = pe.quantiles()
 		r.HighP50, r.HighP99, _ = ph.quantiles()
-		if load != nil {
-			r.OfferedPerSec, r.OKPerSec = float64(offered)/secs, float64(ok)/secs
-			r.Rejected429PerSec, r.OtherPerSec, r.NotSentPerSec = float64(r429)/secs, float64(other)/secs, float64(notSent)/secs
+		if c != nil {
+			r.OfferedPerSec, r.OKPerSec = float64(lr.Offered)/secs, float64(lr.OK)/secs
+			r.Rejected429PerSec, r.OtherPerSec, r.NotSentPerSec = float64(lr.R429)/secs, float64(lr.Other)/secs, float64(lr.NotSent)/secs
 		}
-		r.ClientCPUPerSec = (cpuSeconds("self") - self0) / secs
+		r.ClientCPUPerSec = (cpuSeconds("self") + childCPU() - self0) / secs
 		if len(pids) > 0 {
 			cpu := pr.cpu() - cpu0
 			r.RSSMinMB, r.RSSMaxMB = pr.minRSS, pr.maxRSS
@@ -358,66 +424,9 @@ func run(kubeconfig, name string, pids []int, workers int, factor float64, phase
 		b, _ := json.Marshal(r)
 		fmt.Println(string(b))
 	}
-	count := func(code int, err error, ok, r429, other *atomic.Int64) {
-		switch {
-		case err == nil && code < 300:
-			ok.Add(1)
-		case err == nil && code == http.StatusTooManyRequests:
-			r429.Add(1)
-		default:
-			other.Add(1)
-		}
-	}
 	measure("unloaded", nil)
-	var sustained float64
-	measure("sustained", func(ctx context.Context) (int64, int64, int64, int64, int64) {
-		var ok, r429, other, seq atomic.Int64
-		var wg sync.WaitGroup
-		for range workers {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					code, err := mixed(ctx, low, int(seq.Add(1)))
-					if ctx.Err() != nil {
-						return
-					}
-					count(code, err, &ok, &r429, &other)
-				}
-			})
-		}
-		wg.Wait()
-		sustained = float64(ok.Load()) / phase.Seconds()
-		return ok.Load(), r429.Load(), other.Load(), 0, seq.Load()
-	})
-	rate := sustained * factor
-	measure(fmt.Sprintf("overload %.0fx", factor), func(ctx context.Context) (int64, int64, int64, int64, int64) {
-		var ok, r429, other, notSent, offered atomic.Int64
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, maxInFlight)
-		interval := time.Duration(float64(time.Second) / rate)
-		start := time.Now()
-		for i := 0; ctx.Err() == nil; i++ {
-			if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
-				time.Sleep(d)
-			}
-			offered.Add(1)
-			select {
-			case sem <- struct{}{}:
-			default:
-				notSent.Add(1)
-				continue
-			}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				code, err := mixed(ctx, low, i)
-				if ctx.Err() != nil {
-					return
-				}
-				count(code, err, &ok, &r429, &other)
-			})
-		}
-		wg.Wait()
-		return ok.Load(), r429.Load(), other.Load(), notSent.Load(), offered.Load()
-	})
+	measure("sustained", &loadCommand{Phase: phase, Workers: workers})
+	measure(fmt.Sprintf("overload %.0fx", factor), &loadCommand{Phase: phase, Rate: sustained * factor})
 	measure("after", nil)
 	return nil
 }
