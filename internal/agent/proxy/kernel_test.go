@@ -22,7 +22,7 @@ import (
 
 // inNetns runs the test's remaining code in a new network namespace of its own (lo up,
 // 10.1.0.1 and 10.1.0.2 on lo as "endpoints"); the thread is discarded afterwards.
-func inNetns(t *testing.T) {
+func inNetns(t testing.TB) {
 	t.Helper()
 	runtime.LockOSThread() // never unlocked: the thread dies with the test goroutine
 	if _, err := netns.New(); err != nil {
@@ -37,7 +37,7 @@ func inNetns(t *testing.T) {
 }
 
 // serve answers every connection on addr with name.
-func serve(t *testing.T, addr, name string) {
+func serve(t testing.TB, addr, name string) {
 	t.Helper()
 	l, err := net.Listen("tcp", addr)
 	if err != nil {

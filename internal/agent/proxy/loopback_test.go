@@ -24,7 +24,7 @@ import (
 
 // inOtherNetns runs f on a thread of its own in the namespace ns (the thread is discarded
 // afterwards).
-func inOtherNetns(t *testing.T, ns netns.NsHandle, f func() error) error {
+func inOtherNetns(t testing.TB, ns netns.NsHandle, f func() error) error {
 	t.Helper()
 	errc := make(chan error, 1)
 	go func() {
@@ -216,5 +216,96 @@ func TestKernelLoopbackAPIServer(t *testing.T) {
 	}
 	if v := readRouteLocalnet(bridge); v != "0" {
 		t.Errorf("route_localnet %q after Cleanup", v)
+	}
+}
+
+// BenchmarkPodToAPIServer is a pod's connection to the kubernetes Service's ClusterIP, up
+// to the API server's answer, in private namespaces as TestKernelLoopbackAPIServer's:
+// DNATed to an API server on loopback (Options.APIServer: route_localnet on the bridge,
+// the guard in the input hook) or, as upstream, to the endpoint the Service lists, the
+// node's address (an API server bound to the network). Both are one DNAT in the kernel.
+func BenchmarkPodToAPIServer(b *testing.B) {
+	inNetns(b)
+	serve(b, "127.0.0.1:6443", "api")
+	serve(b, "10.1.0.1:6443", "api")
+	const bridge, table = "kb-br0", "kb-loop"
+	defer Cleanup(context.Background(), table, "10.96.0.0/12")
+	node, err := netns.Get()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer node.Close()
+	pod, err := netns.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pod.Close()
+	if err := netns.Set(node); err != nil {
+		b.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"link", "add", bridge, "type", "bridge"}, {"addr", "add", "10.244.0.1/24", "dev", bridge}, {"link", "set", bridge, "up"},
+		{"link", "add", "kb-veth0", "type", "veth", "peer", "name", "kb-veth1"}, {"link", "set", "kb-veth0", "master", bridge},
+		{"link", "set", "kb-veth0", "up"},
+	} {
+		if err := ipCmd(args...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	peer, err := netlink.LinkByName("kb-veth1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := netlink.LinkSetNsFd(peer, int(pod)); err != nil {
+		b.Fatal(err)
+	}
+	if err := inOtherNetns(b, pod, func() error {
+		for _, args := range [][]string{{"addr", "add", "10.244.0.2/24", "dev", "kb-veth1"}, {"link", "set", "kb-veth1", "up"},
+			{"link", "set", "lo", "up"}, {"route", "add", "default", "via", "10.244.0.1"}} {
+			if err := ipCmd(args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	kubernetes := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"}, Spec: v1.ServiceSpec{
+		Type: v1.ServiceTypeClusterIP, ClusterIP: "10.96.0.1", ClusterIPs: []string{"10.96.0.1"},
+		Ports: []v1.ServicePort{{Name: "https", Port: 443, Protocol: v1.ProtocolTCP, TargetPort: intstr.FromInt32(6443)}}}}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes", ResourceVersion: "1",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To[int32](6443), Protocol: ptr.To(v1.ProtocolTCP)}},
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+	}
+	for _, bc := range []struct{ name, apiServer string }{{"listed-endpoint", ""}, {"loopback-redirect", "127.0.0.1:6443"}} {
+		b.Run(bc.name, func(b *testing.B) {
+			// In the node's namespace: b.Run's goroutine is on another thread.
+			if err := inOtherNetns(b, node, func() error {
+				px, err := New(Options{Client: fake.NewClientset(), NodeName: "node-a", NodeIP: "10.1.0.1", Table: table,
+					ServiceCIDR: "10.96.0.0/12", ClusterCIDR: "10.244.0.0/16", APIServer: bc.apiServer, Bridge: bridge})
+				if err != nil {
+					return err
+				}
+				px.OnServiceAdd(kubernetes)
+				px.OnEndpointSliceAdd(slice)
+				return px.sync()
+			}); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			if err := inOtherNetns(b, pod, func() error {
+				for range b.N {
+					if got, err := fetch("10.96.0.1:443"); err != nil || got != "api" {
+						return fmt.Errorf("from the pod: %q, %v", got, err)
+					}
+				}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 }
