@@ -60,6 +60,10 @@ type Attributes struct {
 	// (registry.Validated) so that it does not convert the objects again.
 	Admitted, AdmittedOld runtime.Object
 	AdmittedContent       map[string]any
+	// Versioned, when set, is Object's content as a typed object of its version, as the
+	// kind's defaulting made it (registry.TypedPreparer); plugins that read upstream's types
+	// convert it instead of the content. It is handed over: admission may change it.
+	Versioned runtime.Object
 	// TypeConverter returns the kind's structured-merge-diff type converter (for
 	// MutatingAdmissionPolicies' ApplyConfigurations); nil: the deduced one.
 	TypeConverter func() managedfields.TypeConverter

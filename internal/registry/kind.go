@@ -264,6 +264,16 @@ type ContextStrategy interface {
 	ValidateUpdateContext(ctx context.Context, obj, old *unstructured.Unstructured, subresource string) error
 }
 
+// TypedPreparer is implemented by strategies whose PrepareForCreate and PrepareForUpdate
+// convert the object to its typed form (to default it): the Typed variants do the same and
+// return the typed object of obj's version that they made obj.Object from, or nil when they
+// changed obj after it. The handler hands it to mutating admission, which converts it
+// instead of the content while obj.Object is still that map.
+type TypedPreparer interface {
+	PrepareForCreateTyped(obj *unstructured.Unstructured) runtime.Object
+	PrepareForUpdateTyped(obj, old *unstructured.Unstructured) runtime.Object
+}
+
 // Validated carries, through a write's validation context, the typed forms of the object
 // that the steps of one write made, so that the next step does not convert the content
 // again. Content is the map they stand for: the forms stand for obj only while obj.Object is

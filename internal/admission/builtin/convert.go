@@ -61,6 +61,23 @@ func toInternal(u *unstructured.Unstructured, gvk schema.GroupVersionKind, defau
 	return in, nil
 }
 
+// versionedToInternal converts ext, a typed object of version gvk with its defaults, to its
+// internal type; nil when the scheme does not know its internal type (convert the content).
+func versionedToInternal(ext runtime.Object, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	internalGVK := gvk.GroupKind().WithVersion(runtime.APIVersionInternal)
+	if !scheme.Recognizes(gvk) || !scheme.Recognizes(internalGVK) {
+		return nil, nil
+	}
+	in, err := scheme.New(internalGVK)
+	if err != nil {
+		return nil, err
+	}
+	if err := scheme.Convert(ext, in, nil); err != nil {
+		return nil, fmt.Errorf("converting %s to its internal type: %w", gvk.Kind, err)
+	}
+	return in, nil
+}
+
 // fromInternal turns an internal object back into the served version gvk as unstructured
 // content (the inverse of toInternal).
 func fromInternal(in runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
@@ -102,6 +119,9 @@ type converted struct {
 
 	objOnce, oldOnce sync.Once
 	objIn, oldIn     runtime.Object
+	// versioned is obj's content as a typed object of its version, defaulted (mutating only;
+	// admission.Attributes.Versioned).
+	versioned runtime.Object
 	// given and oldGiven are the caller's internal forms of obj and old (validating only).
 	given, oldGiven runtime.Object
 	// before is a copy of the internal object as converted, to tell whether a mutating
@@ -120,6 +140,9 @@ func convert(ctx context.Context, a *admission.Attributes, mutating bool) (*conv
 	}
 	c := &converted{audit: request.AuditFrom(ctx), obj: a.Object, old: a.OldObject, copyObj: mutating,
 		objGVK: objectKind(a.Object, a.Kind), oldGVK: objectKind(a.OldObject, a.Kind)}
+	if mutating && a.Subresource == "" && c.objGVK == a.Kind {
+		c.versioned = a.Versioned
+	}
 	if !mutating {
 		c.given, c.oldGiven = a.Internal, a.OldInternal
 	}
@@ -157,7 +180,14 @@ func (c *converted) GetObject() runtime.Object {
 		}
 		// Defaults once, for the mutating plugins; by validating admission the object has
 		// been through them and the kind's strategy, and a stored object has its defaults.
-		in, err := toInternal(c.obj, c.objGVK, c.copyObj)
+		var in runtime.Object
+		var err error
+		if c.versioned != nil {
+			in, err = versionedToInternal(c.versioned, c.objGVK)
+		}
+		if in == nil && err == nil {
+			in, err = toInternal(c.obj, c.objGVK, c.copyObj)
+		}
 		if err != nil {
 			c.fail(err)
 			return

@@ -108,6 +108,9 @@ type call struct {
 	// admission.Attributes.Admitted), for the kind's validation; nil once a step changed
 	// the object in place.
 	admitted *registry.Validated
+	// prepared holds the typed object the kind's PrepareFor* made the object's content from
+	// (registry.TypedPreparer), for mutating admission.
+	prepared *registry.Validated
 }
 
 func (c *call) fail(err error) {

@@ -50,7 +50,10 @@ func (c *call) admit(op admission.Operation, obj, old *unstructured.Unstructured
 		return nil
 	}
 	a := c.attributes(op, obj, old, dryRun)
-	c.admitted = nil
+	if obj != nil && c.prepared.For(obj.Object) {
+		a.Versioned = c.prepared.Versioned
+	}
+	c.admitted, c.prepared = nil, nil
 	if err := admissionError(c.h.admission.Admit(c.admissionContext(), a), c); err != nil {
 		return err
 	}

@@ -421,6 +421,13 @@ func (c *call) prepareCreate(obj *unstructured.Unstructured) {
 		// its kubelet registers with.
 		unstructured.RemoveNestedField(obj.Object, "status")
 	}
+	c.prepared = nil
+	if tp, ok := c.kind.StrategyOrDefault().(registry.TypedPreparer); ok {
+		if ext := tp.PrepareForCreateTyped(obj); ext != nil {
+			c.prepared = &registry.Validated{Content: obj.Object, Versioned: ext}
+		}
+		return
+	}
 	c.kind.StrategyOrDefault().PrepareForCreate(obj)
 }
 
@@ -497,7 +504,14 @@ func (c *call) prepareUpdate(obj, old *unstructured.Unstructured) *unstructured.
 		// the stored object with only the subresource's fields replaced; running the
 		// strategy would undo it (a namespace's strategy keeps the stored
 		// spec.finalizers, which is what the finalize subresource changes).
-		c.kind.StrategyOrDefault().PrepareForUpdate(obj, old)
+		c.prepared = nil
+		if tp, ok := c.kind.StrategyOrDefault().(registry.TypedPreparer); ok {
+			if ext := tp.PrepareForUpdateTyped(obj, old); ext != nil {
+				c.prepared = &registry.Validated{Content: obj.Object, Versioned: ext}
+			}
+		} else {
+			c.kind.StrategyOrDefault().PrepareForUpdate(obj, old)
+		}
 	}
 	return obj
 }

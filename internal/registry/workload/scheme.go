@@ -111,17 +111,21 @@ func toUnstructured(ext runtime.Object, gvk schema.GroupVersionKind) (map[string
 }
 
 // defaulted applies upstream's defaulting functions for gvk to u, as kube-apiserver's decoder
-// does to every object it reads from a request. An object that does not decode is returned
-// unchanged: validation reports why.
-func defaulted(u *unstructured.Unstructured, gvk schema.GroupVersionKind) {
+// does to every object it reads from a request, and returns the typed object u's new content
+// was made from. An object that does not decode is left unchanged (nil): validation reports
+// why.
+func defaulted(u *unstructured.Unstructured, gvk schema.GroupVersionKind) runtime.Object {
 	ext, err := external(u.Object, gvk)
 	if err != nil {
-		return
+		return nil
 	}
 	scheme.Default(ext)
-	if m, err := toUnstructured(ext, gvk); err == nil {
-		u.Object = m
+	m, err := toUnstructured(ext, gvk)
+	if err != nil {
+		return nil
 	}
+	u.Object = m
+	return ext
 }
 
 // convert turns an object stored in one version of a group kind into another version,

@@ -39,15 +39,21 @@ type strategy struct {
 
 var (
 	_ registry.ContextStrategy = (*strategy)(nil)
+	_ registry.TypedPreparer   = (*strategy)(nil)
 	_ registry.GracefulDeleter = (*strategy)(nil)
 )
 
-func (s *strategy) PrepareForCreate(obj *unstructured.Unstructured) {
+func (s *strategy) PrepareForCreate(obj *unstructured.Unstructured) { s.PrepareForCreateTyped(obj) }
+
+// PrepareForCreateTyped implements registry.TypedPreparer.
+func (s *strategy) PrepareForCreateTyped(obj *unstructured.Unstructured) runtime.Object {
 	jobWithoutLabels := s.gvk.Group == "batch" && s.gvk.Kind == "Job" && len(obj.GetLabels()) == 0
-	defaulted(obj, s.gvk)
+	ext := defaulted(obj, s.gvk)
 	if jobWithoutLabels {
 		s.aliasJobLabels(obj)
+		return nil // its labels changed in place
 	}
+	return ext
 }
 
 // aliasJobLabels gives a Job created without labels the labels its template ends up with.
@@ -67,6 +73,11 @@ func (s *strategy) aliasJobLabels(obj *unstructured.Unstructured) {
 	}
 }
 func (s *strategy) PrepareForUpdate(obj, _ *unstructured.Unstructured) { defaulted(obj, s.gvk) }
+
+// PrepareForUpdateTyped implements registry.TypedPreparer.
+func (s *strategy) PrepareForUpdateTyped(obj, _ *unstructured.Unstructured) runtime.Object {
+	return defaulted(obj, s.gvk)
+}
 
 // Validate and ValidateUpdate serve callers without a request; the handler calls the
 // Context variants.
