@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/storage/ephemeral"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/utils/ptr"
 )
@@ -36,6 +37,17 @@ func TestTrimPodKeepsReferences(t *testing.T) {
 				{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "vol-secret"}}},
 				{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "vol-cm"}}}},
 				{Name: "pvc", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim"}}},
+				// What the ServiceAccount plugin adds to every pod, plus a Secret projection.
+				{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}},
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+					{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
+					{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "proj-secret"}}},
+				}}}},
+				{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{}}},
+				{Name: "eph", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{}}}},
+				{Name: "csi", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "d", NodePublishSecretRef: &corev1.LocalObjectReference{Name: "csi-secret"}}}},
 			},
 			ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("tmpl")}},
 		},
@@ -58,8 +70,23 @@ func TestTrimPodKeepsReferences(t *testing.T) {
 			t.Errorf("%s: trimmed %v, full %v", what, got, want)
 		}
 	}
+	claims := func(p *corev1.Pod) []string {
+		var out []string
+		for _, v := range p.Spec.Volumes {
+			switch {
+			case v.PersistentVolumeClaim != nil:
+				out = append(out, v.PersistentVolumeClaim.ClaimName)
+			case v.Ephemeral != nil:
+				out = append(out, ephemeral.VolumeClaimName(p, &v))
+			}
+		}
+		return out
+	}
+	if got, want := claims(trimmed), claims(pod); !slices.Equal(got, want) {
+		t.Errorf("claims: trimmed %v, full %v", got, want)
+	}
 	if trimmed.Spec.NodeName != "n1" || trimmed.Spec.ServiceAccountName != "sa" || trimmed.UID != "u1" || trimmed.Namespace != "ns" ||
-		trimmed.Annotations[corev1.MirrorPodAnnotationKey] != "x" || len(trimmed.Spec.Volumes) != 3 ||
+		trimmed.Annotations[corev1.MirrorPodAnnotationKey] != "x" || len(trimmed.Spec.Volumes) != 6 ||
 		len(trimmed.Spec.ResourceClaims) != 1 || len(trimmed.Status.ResourceClaimStatuses) != 1 || len(trimmed.Spec.EphemeralContainers) != 1 {
 		t.Errorf("trimmed pod lost what the graph reads: %+v", trimmed)
 	}
