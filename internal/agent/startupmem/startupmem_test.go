@@ -91,6 +91,16 @@ func TestReleaseStartupMemory(t *testing.T) {
 	if _, err := user.Current(); err != nil {
 		t.Fatal(err)
 	}
+	// The later trims: DONTNEED alone, the same mappings.
+	if m, err := Trim(); err != nil || m != n {
+		t.Fatalf("Trim: %d bytes, %v; Release advised %d", m, err, n)
+	}
+	if _, err := user.Current(); err != nil {
+		t.Fatal(err)
+	}
+	if statusKB("RssFile:") <= 0 || statusKB("VmRSS:") <= 0 {
+		t.Fatalf("RssFile %d kB, VmRSS %d kB: /proc/self/status not read", statusKB("RssFile:"), statusKB("VmRSS:"))
+	}
 }
 
 // TestReleaseExternallyLinked builds a program linked as the kube binary is (cgo, external
