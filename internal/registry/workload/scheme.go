@@ -76,6 +76,16 @@ func toInternalWith(u map[string]any, gvk schema.GroupVersionKind, defaults bool
 	return in, nil
 }
 
+// versionedToInternal converts a typed object of version gvk to its internal type; nil when
+// it does not convert (the caller decodes the content instead).
+func versionedToInternal(ext runtime.Object, gvk schema.GroupVersionKind) runtime.Object {
+	in, err := scheme.New(gvk.GroupKind().WithVersion(runtime.APIVersionInternal))
+	if err != nil || scheme.Convert(ext, in, nil) != nil {
+		return nil
+	}
+	return in
+}
+
 // fromInternal encodes an internal object as an unstructured object of version gvk.
 func fromInternal(in runtime.Object, gvk schema.GroupVersionKind) (map[string]any, error) {
 	ext, err := defaultedExternal(in, gvk)

@@ -111,14 +111,21 @@ func (s *strategy) ValidateUpdateContext(ctx context.Context, obj, old *unstruct
 			return apierrors.NewNotFound(schema.GroupResource{Group: s.gvk.Group, Resource: subresource}, obj.GetName())
 		}
 	}
+	var in runtime.Object
 	if subresource != "" {
 		// A subresource's body is defaulted as any request body (the handler calls
-		// PrepareForUpdate for writes of the object itself only).
-		defaulted(obj, s.gvk)
+		// PrepareForUpdate for writes of the object itself only); the typed object that
+		// made is converted, not the content made from it decoded again. (A body that does
+		// not decode is left as it was, and decoded below for the errors it gets.)
+		if ext := defaulted(obj, s.gvk); ext != nil {
+			in = versionedToInternal(ext, s.gvk)
+		}
 	}
-	in, err := s.decodeContext(ctx, obj)
-	if err != nil {
-		return err
+	if in == nil {
+		var err error
+		if in, err = s.decodeContext(ctx, obj); err != nil {
+			return err
+		}
 	}
 	oldIn, err := s.decodeOld(ctx, old)
 	if err != nil {
