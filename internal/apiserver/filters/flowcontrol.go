@@ -28,10 +28,15 @@ const queueWait = 15 * time.Second
 // withPriorityAndFairness runs each request through fc, as kube-apiserver's
 // WithPriorityAndFairness does: the response names the matched FlowSchema and priority
 // level (X-Kubernetes-PF-FlowSchema-UID, X-Kubernetes-PF-PriorityLevel-UID); a request its
-// level rejects (queues full, or its wait ran out) gets 429 with Retry-After. Requests of
+// level rejects (queues full, or its wait ran out) gets 429 with Retry-After, which grows
+// while the level keeps rejecting, as kube-apiserver's (upstream's DroppedRequestsTracker:
+// 1 s, doubled when the level dropped at least 3 × Retry-After requests in the last
+// Retry-After seconds, up to 32 s, lowered by a second at a time as drops stop), so that
+// clients that honour it (client-go does) back off from a level that stays full. Requests of
 // the exempt level (system:masters, health probes) are never queued. Watches and other
 // long-running requests are not counted (upstream counts a watch's initialisation only).
 func withPriorityAndFairness(h http.Handler, fc FlowControl, o Options) http.Handler {
+	dropped := utilflowcontrol.NewDroppedRequestsTracker()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info, _ := request.InfoFrom(r.Context())
 		if info == nil || info.Verb == "watch" || longRunning(info) {
@@ -54,7 +59,9 @@ func withPriorityAndFairness(h http.Handler, fc FlowControl, o Options) http.Han
 		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 			kind = "mutating"
 		}
+		level := ""
 		note := func(fs *flowcontrolv1.FlowSchema, pl *flowcontrolv1.PriorityLevelConfiguration, _ string) {
+			level = pl.Name
 			w.Header().Set(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID, string(fs.UID))
 			w.Header().Set(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID, string(pl.UID))
 		}
@@ -72,7 +79,8 @@ func withPriorityAndFairness(h http.Handler, fc FlowControl, o Options) http.Han
 			h.ServeHTTP(w, r)
 		})
 		if !served {
-			rest.WriteStatus(w, apierrors.NewTooManyRequests("too many requests, please try again later", 1))
+			dropped.RecordDroppedRequest(level)
+			rest.WriteStatus(w, apierrors.NewTooManyRequests("too many requests, please try again later", int(dropped.GetRetryAfter(level))))
 		}
 	})
 }
