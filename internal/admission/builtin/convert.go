@@ -51,14 +51,7 @@ func toInternal(u *unstructured.Unstructured, gvk schema.GroupVersionKind, defau
 	if defaults {
 		scheme.Default(ext)
 	}
-	in, err := scheme.New(internalGVK)
-	if err != nil {
-		return nil, err
-	}
-	if err := scheme.Convert(ext, in, nil); err != nil {
-		return nil, fmt.Errorf("converting %s to its internal type: %w", gvk.Kind, err)
-	}
-	return in, nil
+	return versionedToInternal(ext, gvk)
 }
 
 // versionedToInternal converts ext, a typed object of version gvk with its defaults, to its
