@@ -343,9 +343,12 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	clientAuthTLS(tlsConfig)
-	srv, err := newHTTPServer(handler, tlsConfig) // serving.go
-	if err != nil {
-		return err
+	srv := &http.Server{
+		Handler:           handler,
+		TLSConfig:         tlsConfig,
+		ReadHeaderTimeout: 30 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          nil,
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(tls.NewListener(s.listener, tlsConfig)) }()
