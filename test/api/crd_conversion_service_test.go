@@ -27,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"kubeos.dev/kube/internal/server/servertest"
 )
 
 // TestWebhookConversionService: a conversion webhook named by clientConfig.service (the
@@ -81,11 +83,15 @@ func TestWebhookConversionService(t *testing.T) {
 	if _, err := v1alpha1.Create(ctx, host(group+"/v1alpha1", "a", map[string]any{"host": "db1", "port": int64(5432)}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// No endpoint yet: the read in v1 fails, and says why.
-	_, err = v1.Get(ctx, "a", metav1.GetOptions{})
-	if err == nil || !strings.Contains(err.Error(), `no endpoints available for service "conv-hook"`) {
-		t.Fatalf("a read in v1 without a webhook endpoint: %v", err)
-	}
+	// No endpoint yet: the read in v1 fails, and says why (once the server's service
+	// resolver has synced: early in the package it answers that it has not).
+	servertest.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
+		_, err := v1.Get(ctx, "a", metav1.GetOptions{})
+		if err == nil || !strings.Contains(err.Error(), `no endpoints available for service "conv-hook"`) {
+			return fmt.Errorf("a read in v1 without a webhook endpoint: %v", err)
+		}
+		return nil
+	})
 
 	ready := true
 	if _, err := cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
