@@ -116,22 +116,7 @@ func TestKernelLoopbackAPIServer(t *testing.T) {
 	if err := netns.Set(node); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{
-		{"link", "add", bridge, "type", "bridge"}, {"addr", "add", "10.244.0.1/24", "dev", bridge}, {"link", "set", bridge, "up"},
-		{"link", "add", "kt-veth0", "type", "veth", "peer", "name", "kt-veth1"}, {"link", "set", "kt-veth0", "master", bridge},
-		{"link", "set", "kt-veth0", "up"},
-	} {
-		if err := ipCmd(args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	peer, err := netlink.LinkByName("kt-veth1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := netlink.LinkSetNsFd(peer, int(pod)); err != nil {
-		t.Fatal(err)
-	}
+	podBehindBridge(t, bridge, "kt", pod)
 	deadline := time.Now().Add(time.Minute)
 	for readRouteLocalnet(bridge) != "1" {
 		if time.Now().After(deadline) {
@@ -243,22 +228,7 @@ func BenchmarkPodToAPIServer(b *testing.B) {
 	if err := netns.Set(node); err != nil {
 		b.Fatal(err)
 	}
-	for _, args := range [][]string{
-		{"link", "add", bridge, "type", "bridge"}, {"addr", "add", "10.244.0.1/24", "dev", bridge}, {"link", "set", bridge, "up"},
-		{"link", "add", "kb-veth0", "type", "veth", "peer", "name", "kb-veth1"}, {"link", "set", "kb-veth0", "master", bridge},
-		{"link", "set", "kb-veth0", "up"},
-	} {
-		if err := ipCmd(args...); err != nil {
-			b.Fatal(err)
-		}
-	}
-	peer, err := netlink.LinkByName("kb-veth1")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := netlink.LinkSetNsFd(peer, int(pod)); err != nil {
-		b.Fatal(err)
-	}
+	podBehindBridge(b, bridge, "kb", pod)
 	if err := inOtherNetns(b, pod, func() error {
 		for _, args := range [][]string{{"addr", "add", "10.244.0.2/24", "dev", "kb-veth1"}, {"link", "set", "kb-veth1", "up"},
 			{"link", "set", "lo", "up"}, {"route", "add", "default", "via", "10.244.0.1"}} {
@@ -307,5 +277,28 @@ func BenchmarkPodToAPIServer(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
+	}
+}
+
+// podBehindBridge makes, in the current (node) namespace, the pod bridge with the gateway
+// address 10.244.0.1/24 and a veth pair <prefix>-veth0/1 whose node end is on the bridge and
+// whose other end is moved into pod.
+func podBehindBridge(tb testing.TB, bridge, prefix string, pod netns.NsHandle) {
+	tb.Helper()
+	for _, args := range [][]string{
+		{"link", "add", bridge, "type", "bridge"}, {"addr", "add", "10.244.0.1/24", "dev", bridge}, {"link", "set", bridge, "up"},
+		{"link", "add", prefix + "-veth0", "type", "veth", "peer", "name", prefix + "-veth1"}, {"link", "set", prefix + "-veth0", "master", bridge},
+		{"link", "set", prefix + "-veth0", "up"},
+	} {
+		if err := ipCmd(args...); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	peer, err := netlink.LinkByName(prefix + "-veth1")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := netlink.LinkSetNsFd(peer, int(pod)); err != nil {
+		tb.Fatal(err)
 	}
 }
