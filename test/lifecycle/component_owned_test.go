@@ -19,6 +19,7 @@ import (
 // again, and a Deployment scaled by hand is put back.
 func TestOwnedObjectDeleted(t *testing.T) {
 	componentSuite.Need(t)
+	dumpOnFailure(t, componentAdmin, acmeNS, &componentLog)
 	ctx := ctxT(t)
 	componentApply(t, `apiVersion: kubeos.dev/v1alpha1
 kind: Component

@@ -26,6 +26,7 @@ import (
 // another) make the Application Ready with its table; the members get its labels.
 func TestApplicationReady(t *testing.T) {
 	releaseSuite.Need(t)
+	dumpOnFailure(t, admin, ns, &releaseLog)
 	apply(t, `apiVersion: kubeos.dev/v1alpha1
 kind: Component
 metadata: {name: cart}
@@ -95,6 +96,7 @@ spec:
 // (deletionPolicy Retain), saying so.
 func TestApplicationHeldAndDeleted(t *testing.T) {
 	releaseSuite.Need(t)
+	dumpOnFailure(t, admin, ns, &releaseLog)
 	apply(t, `apiVersion: kubeos.dev/v1alpha1
 kind: Database
 metadata: {name: orders-db}
