@@ -32,14 +32,22 @@ import (
 // itself (applicationDriver.refresh), so status.components says which Component is not
 // ready and why also then. The refresh is incremental: a Component event whose row of the
 // table is the one last written costs nothing, and the others read the informer cache
-// (Options.Cache), not the API.
+// (Options.Cache), not the API. The Components' events may all have come before the engine
+// first saw the Application (they are created first and held at once): an Application
+// whose table lacks one of its named members is refreshed when the engine lists its
+// members (applicationDriver.tableMissing), else it would stay without a table until a
+// member changed.
 func registerApplication(e *lifecycle.Engine, o Options) error {
 	d := &applicationDriver{o: o, apps: map[string]map[string]appMembership{},
-		rows: map[types.NamespacedName]map[string]v1alpha1.ApplicationComponentStatus{}, latest: map[types.NamespacedName]*v1alpha1.Component{}}
+		rows: map[types.NamespacedName]map[string]v1alpha1.ApplicationComponentStatus{}, latest: map[types.NamespacedName]*v1alpha1.Component{},
+		refreshing: map[types.NamespacedName]bool{}}
 	return RegisterData(e, o, lifecycle.KindOptions[*v1alpha1.Application]{Kind: "Application", New: func() *v1alpha1.Application { return &v1alpha1.Application{} },
 		Driver: d, MaxConcurrentReconciles: 4, Thrash: busyThrashGuard(),
 		Members: func(app *v1alpha1.Application) []lifecycle.Ref {
 			d.remember(app)
+			if app.DeletionTimestamp == nil && d.tableMissing(app) {
+				go d.refreshTable(types.NamespacedName{Namespace: app.Namespace, Name: app.Name})
+			}
 			names := appListed(app)
 			refs := make([]lifecycle.Ref, len(names))
 			for i, n := range names {
@@ -80,6 +88,45 @@ type applicationDriver struct {
 	// or as new as the cache's copy (the two informers are distinct), so a table is never
 	// built from an older version of a member than one an earlier table was.
 	latest map[types.NamespacedName]*v1alpha1.Component
+	// refreshing are the Applications a refreshTable runs for.
+	refreshing map[types.NamespacedName]bool
+}
+
+// tableMissing reports whether the table last computed for app lacks one of the members
+// it names (none computed yet: the driver started, or its Components' events came first),
+// and no refresh of it is under way.
+func (d *applicationDriver) tableMissing(app *v1alpha1.Application) bool {
+	n := types.NamespacedName{Namespace: app.Namespace, Name: app.Name}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.refreshing[n] {
+		return false
+	}
+	rows, ok := d.rows[n]
+	missing := !ok
+	for _, name := range app.Spec.Components {
+		if _, has := rows[name]; !has {
+			missing = true
+		}
+	}
+	if missing {
+		d.refreshing[n] = true
+	}
+	return missing
+}
+
+// refreshTable writes the table of the Application n from the cache (tableMissing).
+func (d *applicationDriver) refreshTable(n types.NamespacedName) {
+	defer func() {
+		d.mu.Lock()
+		delete(d.refreshing, n)
+		d.mu.Unlock()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.write(ctx, n); err != nil {
+		d.o.Log.Debug("application table", "application", n.String(), "err", err)
+	}
 }
 
 func (d *applicationDriver) remember(app *v1alpha1.Application) {
@@ -161,6 +208,12 @@ func (d *applicationDriver) refresh(ctx context.Context, n types.NamespacedName,
 	if d.unchanged(n, componentRow(member{name: c.Name, comp: c})) && c.Labels[labelApplicationKey] == n.Name && c.Labels[labelPartOf] == n.Name {
 		return nil
 	}
+	return d.write(ctx, n)
+}
+
+// write labels the members of the Application n and writes its table when it differs from
+// status (a status patch of status.ready and status.components only).
+func (d *applicationDriver) write(ctx context.Context, n types.NamespacedName) error {
 	var app v1alpha1.Application
 	if err := d.o.cached().Get(ctx, n, &app); apierrors.IsNotFound(err) {
 		err = d.o.Client.Get(ctx, n, &app) // created since the cache's last event

@@ -353,3 +353,46 @@ func watchDeletions(t *testing.T, lists ...client.ObjectList) func() []string {
 		return out
 	}
 }
+
+// TestApplicationAfterItsHeldComponents: an Application created after its Components are
+// already held (on a Database that cannot be provisioned) still gets its table: the
+// Components' events all came before the engine saw the Application, so no later member
+// event writes it (before the fix it stayed without rows until a member changed).
+func TestApplicationAfterItsHeldComponents(t *testing.T) {
+	releaseSuite.Need(t)
+	dumpOnFailure(t, admin, ns, &releaseLog)
+	apply(t, `apiVersion: kubeos.dev/v1alpha1
+kind: Database
+metadata: {name: late-db}
+spec: {}
+---
+apiVersion: kubeos.dev/v1alpha1
+kind: Component
+metadata: {name: late-back}
+spec:
+  image: example.com/back:1
+  uses: [{kind: Database, name: late-db}]
+`)
+	releaseEventually(t, 60*time.Second, func() error {
+		c := get(t, &v1alpha1.Component{}, "late-back")
+		if dc := meta.FindStatusCondition(c.Status.Conditions, lifecycle.ConditionDependenciesReady); dc == nil || dc.Status != "False" {
+			return fmt.Errorf("component late-back not held: %+v", c.Status.Conditions)
+		}
+		return nil
+	})
+	apply(t, `apiVersion: kubeos.dev/v1alpha1
+kind: Application
+metadata: {name: late}
+spec: {components: [late-back]}
+`)
+	releaseEventually(t, 20*time.Second, func() error {
+		app := get(t, &v1alpha1.Application{}, "late")
+		if app.Status.Ready != "0/1" || len(app.Status.Components) != 1 || !strings.Contains(app.Status.Components[0].Message, "late-db") {
+			return fmt.Errorf("application ready %q rows %+v", app.Status.Ready, app.Status.Components)
+		}
+		return nil
+	})
+	if out, errOut, err := releaseKubectl(t, "", "delete", "application", "late", "--wait=false"); err != nil {
+		t.Fatalf("delete: %v %s%s", err, out, errOut)
+	}
+}
