@@ -343,12 +343,9 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	clientAuthTLS(tlsConfig)
-	srv := &http.Server{
-		Handler:           handler,
-		TLSConfig:         tlsConfig,
-		ReadHeaderTimeout: 30 * time.Second,
-		MaxHeaderBytes:    1 << 20,
-		ErrorLog:          nil,
+	srv, err := newHTTPServer(handler, tlsConfig) // serving.go
+	if err != nil {
+		return err
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(tls.NewListener(s.listener, tlsConfig)) }()
