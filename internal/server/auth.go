@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,13 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/plugin/pkg/auth/authenticator/token/bootstrap"
 
 	"kubeos.dev/kube/internal/admission"
 	"kubeos.dev/kube/internal/apiserver/filters"
-	"kubeos.dev/kube/internal/apiserver/request"
 	"kubeos.dev/kube/internal/nodeauth"
 	"kubeos.dev/kube/internal/rbac"
 	"kubeos.dev/kube/internal/registry"
@@ -42,26 +43,55 @@ type authState struct {
 	// bootstrap.kubernetes.io/token) with upstream's authenticator, once startAuth has
 	// started its Secret informer.
 	bootstrap bootstrapTokens
+	// bearer is every bearer-token authenticator behind the token cache; requests and
+	// TokenReview both authenticate through it (bearerTokens).
+	bearer *filters.CachedTokens
 }
 
-// bootstrapTokens is upstream's bootstrap token authenticator behind Kube's token
-// interface; it knows no token until its lister is set.
+// bootstrapTokens is upstream's bootstrap token authenticator; it knows no token until its
+// lister is set.
 type bootstrapTokens struct {
 	auth atomic.Pointer[bootstrap.TokenAuthenticator]
 }
 
-// AuthenticateToken implements filters.TokenAuthenticator.
-func (b *bootstrapTokens) AuthenticateToken(ctx context.Context, token string) (*request.User, bool, error) {
+// AuthenticateToken implements authenticator.Token.
+func (b *bootstrapTokens) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
 	a := b.auth.Load()
 	if a == nil {
 		return nil, false, nil
 	}
-	resp, ok, err := a.AuthenticateToken(ctx, token)
-	if !ok || err != nil {
+	return a.AuthenticateToken(ctx, token)
+}
+
+// serviceAccountTokens validates Kube's service-account tokens for the audiences in the
+// context (authenticator.WithAudiences; none: the issuer), as upstream's service-account
+// authenticator, and answers the audiences the token was accepted for.
+type serviceAccountTokens struct{ tokens *serviceaccount.Tokens }
+
+// AuthenticateToken implements authenticator.Token.
+func (s serviceAccountTokens) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	auds, _ := authenticator.AudiencesFrom(ctx)
+	u, matched, ok, err := s.tokens.Validate(ctx, token, nilIfEmpty(auds))
+	if err != nil || !ok {
 		return nil, false, err
 	}
-	u := resp.User
-	return &request.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}, true, nil
+	return &authenticator.Response{User: &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}, Audiences: matched}, true, nil
+}
+
+// bearerTokens is kube-apiserver's bearer-token authentication (Config.New in
+// pkg/kubeapiserver/authenticator): the static tokens of --token-auth-file, service-account
+// tokens and bootstrap tokens, in that order, in one union behind k8s.io/apiserver's token
+// cache (successes for filters.TokenSuccessCacheTTL, failures not kept). The API's audience
+// is the service-account issuer (kube-apiserver's --api-audiences default); static and
+// bootstrap tokens know no audiences and are accepted only for it.
+func (sec *authState) bearerTokens() *filters.CachedTokens {
+	apiAudiences := authenticator.Audiences{sec.tokens.Issuer()}
+	var union []authenticator.Token
+	if sec.static != nil {
+		union = append(union, authenticator.WrapAudienceAgnosticToken(apiAudiences, filters.UpstreamToken(sec.static)))
+	}
+	union = append(union, serviceAccountTokens{sec.tokens}, authenticator.WrapAudienceAgnosticToken(apiAudiences, &sec.bootstrap))
+	return filters.NewCachedTokens(tokenunion.New(union...), apiAudiences, filters.TokenSuccessCacheTTL)
 }
 
 // newAuth prepares authentication and authorization and gives the computed kinds
@@ -81,6 +111,7 @@ func (s *Server) newAuth() error {
 			return err
 		}
 	}
+	sec.bearer = sec.bearerTokens()
 	hooks := map[schema.GroupVersionResource]func(context.Context, *unstructured.Unstructured) (*unstructured.Unstructured, error){
 		// Access reviews answer as requests are authorized: Node, then RBAC.
 		{Group: "authorization.k8s.io", Version: "v1", Resource: registry.SelfSubjectAccessReviews}:  sec.node.SelfReview(sec.authz.CreateSelfSubjectAccessReview),
@@ -127,14 +158,10 @@ func (sec *authState) authorizer() filters.Authorizer {
 func (s *Server) NodeAuthorizer() *nodeauth.Authorizer { return s.auth.node }
 
 // authenticators is the authentication chain: client certificates, then bearer tokens
-// (static tokens first, then service-account tokens).
+// through the token cache (bearerTokens).
 func (sec *authState) authenticators(s *Server) []filters.Authenticator {
-	tokens := []filters.TokenAuthenticator{}
-	if sec.static != nil {
-		tokens = append(tokens, sec.static)
-	}
-	tokens = append(tokens, &sec.bootstrap, sec.tokens)
-	return []filters.Authenticator{filters.X509{Roots: s.pki.ClientCAPool(), Cache: &filters.VerifyCache{}}, filters.BearerToken{Tokens: tokens}}
+	return []filters.Authenticator{filters.X509{Roots: s.pki.ClientCAPool(), Cache: &filters.VerifyCache{}},
+		filters.BearerToken{Tokens: []filters.TokenAuthenticator{sec.bearer}}}
 }
 
 // clientAuthTLS makes the TLS layer ask for client certificates without verifying them:
@@ -191,18 +218,17 @@ func (s *Server) startAuth(ctx context.Context, wg *sync.WaitGroup) error {
 	return nil
 }
 
-// createTokenReview authenticates spec.token with the bearer-token authenticators.
+// createTokenReview authenticates spec.token for spec.audiences (none: the API's) through
+// the same cached authenticators as requests, as upstream's TokenReview storage calls its
+// request authenticator: a token a request may use is authenticated here, for 10 s after a
+// success too.
 func (sec *authState) createTokenReview(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	var tr authenticationv1.TokenReview
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &tr); err != nil {
 		return nil, err
 	}
 	tr.Status = authenticationv1.TokenReviewStatus{}
-	u, auds, ok, err := sec.tokens.Validate(ctx, tr.Spec.Token, nilIfEmpty(tr.Spec.Audiences))
-	if !ok && err == nil && sec.static != nil {
-		u, ok, err = sec.static.AuthenticateToken(ctx, tr.Spec.Token)
-		auds = tr.Spec.Audiences
-	}
+	u, auds, ok, err := sec.bearer.Review(ctx, tr.Spec.Token, tr.Spec.Audiences)
 	switch {
 	case err != nil:
 		tr.Status.Error = err.Error()
@@ -211,7 +237,13 @@ func (sec *authState) createTokenReview(ctx context.Context, obj *unstructured.U
 	default:
 		tr.Status.Authenticated = true
 		tr.Status.Audiences = auds
-		tr.Status.User = authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: slices.Clone(u.Groups)}
+		tr.Status.User = authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}
+		for k, v := range u.Extra {
+			if tr.Status.User.Extra == nil {
+				tr.Status.User.Extra = map[string]authenticationv1.ExtraValue{}
+			}
+			tr.Status.User.Extra[k] = v
+		}
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&tr)
 	if err != nil {
