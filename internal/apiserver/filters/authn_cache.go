@@ -75,8 +75,21 @@ func (c *CachedTokens) Review(ctx context.Context, token string, audiences []str
 	}
 	// The cached response is shared by every request with this token: hand out copies.
 	info := resp.User
-	return &request.User{Name: info.GetName(), UID: info.GetUID(), Groups: slices.Clone(info.GetGroups()), Extra: cloneExtra(info.GetExtra())},
+	return &request.User{Name: info.GetName(), UID: info.GetUID(), Groups: authenticatedGroups(info), Extra: cloneExtra(info.GetExtra())},
 		slices.Clone([]string(resp.Audiences)), true, nil
+}
+
+// authenticatedGroups is a copy of the user's groups with system:authenticated added, as
+// kube-apiserver's AuthenticatedGroupAdder adds it to every authenticated request (and
+// TokenReview) unless the user is anonymous or already in system:authenticated or
+// system:unauthenticated. Bootstrap tokens rely on it: their authenticator answers
+// system:bootstrappers only.
+func authenticatedGroups(info user.Info) []string {
+	groups := info.GetGroups()
+	if info.GetName() == user.Anonymous || slices.Contains(groups, user.AllAuthenticated) || slices.Contains(groups, user.AllUnauthenticated) {
+		return slices.Clone(groups)
+	}
+	return append(slices.Clone(groups), user.AllAuthenticated)
 }
 
 func cloneExtra(extra map[string][]string) map[string][]string {

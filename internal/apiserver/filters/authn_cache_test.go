@@ -73,7 +73,7 @@ func TestCachedTokens(t *testing.T) {
 		t.Errorf("alice looked up %d times, want 1 (cached)", n)
 	}
 	u, auds, ok, err := c.Review(ctx, "alice@"+api, nil)
-	if err != nil || !ok || !slices.Equal(u.Groups, []string{"g"}) || u.Extra["k"][0] != "v" || !slices.Equal(auds, []string{api}) {
+	if err != nil || !ok || !slices.Equal(u.Groups, []string{"g", "system:authenticated"}) || u.Extra["k"][0] != "v" || !slices.Equal(auds, []string{api}) {
 		t.Errorf("alice's review: %+v %v %v %v", u, auds, ok, err)
 	}
 	if u, ok, _ := c.AuthenticateToken(ctx, "bob@"+api); !ok || u.Name != "bob" {
