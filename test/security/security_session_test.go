@@ -92,7 +92,8 @@ func session(t *testing.T, version string) {
 	k.fails(t, alice, fmt.Sprintf(`users "bob" is forbidden: User %q cannot impersonate resource "users" in API group "" at the cluster scope`, user),
 		"get", "configmaps", "-n", ns, "--as", "bob")
 
-	// A service account token works until the ServiceAccount is deleted.
+	// A service account token works until the ServiceAccount is deleted, and up to 10 s after
+	// (the token cache, as kube-apiserver's).
 	k.ok(t, admin, "create", "serviceaccount", "robot", "-n", ns)
 	k.ok(t, admin, "create", "rolebinding", "robot-view", "--clusterrole=view", "--serviceaccount="+ns+":robot", "-n", ns)
 	token := strings.TrimSpace(k.ok(t, alice, "create", "token", "robot", "-n", ns))
@@ -115,7 +116,12 @@ func session(t *testing.T, version string) {
 		return nil
 	})
 	k.ok(t, admin, "delete", "serviceaccount", "robot", "-n", ns)
-	k.fails(t, bare, "You must be logged in to the server (Unauthorized)", withToken("get", "configmaps", "-n", ns)...)
+	eventually(t, time.Minute, func() error {
+		if _, e, err := k.run(t, bare, withToken("get", "configmaps", "-n", ns)...); err == nil || !strings.Contains(e, "You must be logged in to the server (Unauthorized)") {
+			return fmt.Errorf("get configmaps with the deleted ServiceAccount's token: %v %s", err, e)
+		}
+		return nil
+	})
 
 	// A re-created ServiceAccount of the same name does not revive the old token.
 	k.ok(t, admin, "create", "serviceaccount", "robot", "-n", ns)
