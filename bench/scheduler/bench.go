@@ -95,6 +95,7 @@ func bench(dir string, args []string) error {
 	shared := fs.Bool("shared", true, "one server for both schedulers, one after the other, each with its own namespace of measured pods (not for antiaffinity: the first run's pods would repel the second's)")
 	profile := fs.String("cpuprofile", "", "kube's run: write its scheduler's CPU profile here")
 	port := fs.Int("port", 16443, "the servers' ports: this one and the next")
+	identity := fs.String("identity", "scheduler", "whom both schedulers authenticate as: scheduler (system:kube-scheduler: RBAC's system:kube-scheduler role, API priority and fairness level workload-high, as deployed) or admin (system:masters: exempt from priority and fairness)")
 	_ = fs.Parse(args)
 	sh, ok := shapes[*name]
 	if !ok {
@@ -108,6 +109,9 @@ func bench(dir string, args []string) error {
 	}
 	if *pods > 0 {
 		sh.pods = *pods
+	}
+	if *identity != "scheduler" && *identity != "admin" {
+		return fmt.Errorf("unknown -identity %q", *identity)
 	}
 	if *name == "antiaffinity" {
 		*shared = false
@@ -131,7 +135,15 @@ func bench(dir string, args []string) error {
 		if *shared {
 			ns = sh.ns + "-" + who
 		}
-		r, err := measure(s, who, ns, sh, *profile)
+		kubeconfig := s.kubeconfig()
+		if *identity == "scheduler" {
+			var err error
+			if kubeconfig, err = s.schedulerKubeconfig(); err != nil {
+				s.proc.stop()
+				return err
+			}
+		}
+		r, err := measure(s, who, ns, sh, kubeconfig, *profile)
 		if err != nil {
 			s.proc.stop()
 			return fmt.Errorf("%s: %w", who, err)
@@ -167,10 +179,10 @@ func loadavg() string {
 	return strings.Join(f[:3], " ")
 }
 
-// setup starts a server (--scheduler=false) with the shape's nodes and initial pods, the
+// setup starts a server (--scheduler=false, no controllers) with the shape's nodes and initial pods, the
 // latter created bound round robin (as LeastAllocated would spread them).
 func setup(dir string, port int, sh shape) (*server, error) {
-	s, err := startServer(dir, port, false)
+	s, err := startServer(dir, port, false, noControllers...)
 	if err != nil {
 		return nil, err
 	}
@@ -211,9 +223,9 @@ func ensureNamespace(ctx context.Context, cs kubernetes.Interface, ns string) er
 }
 
 // measure creates the measured pods in ns (all pending: no scheduler runs), starts the
-// scheduler as its own process (kube-scheduler, or this program's sched command), times
+// scheduler as its own process through kubeconfig (kube-scheduler, or this program's sched command), times
 // the first to the last binding and samples both processes' CPU at those points.
-func measure(s *server, who, ns string, sh shape, profile string) (runResult, error) {
+func measure(s *server, who, ns string, sh shape, kubeconfig, profile string) (runResult, error) {
 	var r runResult
 	ctx := context.Background()
 	if err := ensureNamespace(ctx, s.cs, ns); err != nil {
@@ -235,11 +247,11 @@ func measure(s *server, who, ns string, sh shape, profile string) (runResult, er
 	var sp *proc
 	load0 := loadavg()
 	if who == "peer" {
-		sp, err = startPeer(s)
+		sp, err = startPeer(s, kubeconfig)
 	} else {
 		var self string
 		if self, err = os.Executable(); err == nil {
-			args := []string{"sched", "-kubeconfig", s.kubeconfig()}
+			args := []string{"sched", "-kubeconfig", kubeconfig}
 			if who == "kube-nocache" {
 				args = append(args, "-no-equiv")
 			}

@@ -258,7 +258,7 @@ func compareOne(dir string, port int, who string) ([][]string, error) {
 	}
 	defer s.proc.stop()
 	if who == "peer" {
-		peer, err := startPeer(s)
+		peer, err := startPeer(s, s.kubeconfig())
 		if err != nil {
 			return nil, err
 		}

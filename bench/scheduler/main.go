@@ -4,8 +4,11 @@
 //	go run ./bench/scheduler -kube ./kube -peer /work/peers-bin/kube-scheduler bench -shape basic   # also spread, antiaffinity
 //	go run ./bench/scheduler -kube ./kube -peer /work/peers-bin/kube-scheduler compare
 //
-// bench: one `kube server --scheduler=false` gets scheduler_perf's nodes (Node objects:
-// capacity and Ready status, no agents) and initial pods (created bound); then for each
+// bench: one `kube server --scheduler=false` (and no controllers, as scheduler_perf runs
+// an API server alone) gets scheduler_perf's nodes (Node objects: capacity and Ready
+// status, no agents) and initial pods (created bound); both schedulers authenticate as
+// system:kube-scheduler, as deployed (-identity admin: system:masters, exempt from API
+// priority and fairness); then for each
 // scheduler in turn, its measured pods are created in a namespace of its own, all pending,
 // and the scheduler starts as its own process — kube-scheduler, or this program's `sched`
 // command running internal/scheduler — until every measured pod is bound. Reported: pods/s
@@ -29,6 +32,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,8 +150,17 @@ type server struct {
 // off: the Node objects here have no heartbeat.
 const quietControllers = "*,-node-lifecycle-controller,-node-ipam-controller,-taint-eviction-controller"
 
+// noControllers is bench's server: no cluster controller (a list of exclusions without "*"
+// enables none) and no workload controller, as scheduler_perf runs an API server and the
+// scheduler alone. The TTL controller alone rewrites every Node each time the node count
+// crosses one of its thresholds (100, 500, 1,000, 2,000): ~8,600 node writes while 5,000
+// nodes are created, which ran into the measurement and reset the scheduler's view of the
+// nodes.
+var noControllers = []string{"--cluster-controllers=-ttl-controller", "--disable-workload-controllers"}
+
 // startServer starts a server and waits for /readyz; a server that dies while starting
 // (a loaded machine can make its bootstrap time out) is started again, up to 3 times.
+// extra replaces the --cluster-controllers default (quietControllers) when it names the flag.
 func startServer(dir string, port int, schedulerOn bool, extra ...string) (*server, error) {
 	var err error
 	for attempt := range 3 {
@@ -161,8 +174,11 @@ func startServer(dir string, port int, schedulerOn bool, extra ...string) (*serv
 }
 
 func startServerOnce(dir string, port int, schedulerOn bool, attempt int, extra ...string) (*server, error) {
-	args := append([]string{"server", "--data-dir", filepath.Join(dir, "data"), "--secure-port", strconv.Itoa(port),
-		"--cluster-controllers=" + quietControllers, "--scheduler=" + strconv.FormatBool(schedulerOn)}, extra...)
+	args := []string{"server", "--data-dir", filepath.Join(dir, "data"), "--secure-port", strconv.Itoa(port), "--scheduler=" + strconv.FormatBool(schedulerOn)}
+	if !slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--cluster-controllers=") }) {
+		args = append(args, "--cluster-controllers="+quietControllers)
+	}
+	args = append(args, extra...)
 	p, err := start(dir, fmt.Sprintf("kube-%d-%v-%d-%d", port, schedulerOn, time.Now().Unix(), attempt), *kubeBin, args...)
 	if err != nil {
 		return nil, err
@@ -205,10 +221,25 @@ func (s *server) client() (*kubernetes.Clientset, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// startPeer runs kube-scheduler against s with scheduler_perf's client limits (qps and
-// burst 5000: its default 50 would measure the rate limiter) and no leader election (the
-// server's idle scheduler controller holds the kube-scheduler Lease; see the README).
-func startPeer(s *server) (*proc, error) {
+// schedulerKubeconfig writes a kubeconfig for kube-scheduler's own identity
+// (system:kube-scheduler, as a deployed kube-scheduler authenticates): the server's
+// bootstrap RBAC grants it the system:kube-scheduler role and API priority and fairness
+// puts it in workload-high, where Kube's in-process scheduler runs too (the admin
+// identity is exempt from both).
+func (s *server) schedulerKubeconfig() (string, error) {
+	path := filepath.Join(s.dir, "scheduler.kubeconfig")
+	out, err := exec.Command(*kubeBin, "certs", "user", "system:kube-scheduler", "--data-dir", filepath.Join(s.dir, "data"), "-o", path).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("kube certs user system:kube-scheduler: %w: %s", err, out)
+	}
+	return path, nil
+}
+
+// startPeer runs kube-scheduler against s through kubeconfig with scheduler_perf's client
+// limits (qps and burst 5000: its default 50 would measure the rate limiter) and no leader
+// election (the server's idle scheduler controller holds the kube-scheduler Lease; see the
+// README).
+func startPeer(s *server, kubeconfig string) (*proc, error) {
 	cfg := filepath.Join(s.dir, "peer-config.yaml")
 	conf := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -218,12 +249,12 @@ clientConnection:
   burst: 5000
 leaderElection:
   leaderElect: false
-`, s.kubeconfig())
+`, kubeconfig)
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
 	return start(s.dir, "kube-scheduler", *peerBin, "--config", cfg, "--secure-port=0",
-		"--authentication-kubeconfig", s.kubeconfig(), "--authorization-kubeconfig", s.kubeconfig())
+		"--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig)
 }
 
 // node is a Node object as scheduler_perf's node-default (plus a zone).
