@@ -186,6 +186,7 @@ func (r *run) algorithm(ctx context.Context, f framework.Framework, state fwk.Cy
 // nodes' positions in the snapshot's list.
 func (r *run) findFeasible(ctx context.Context, f framework.Framework, state fwk.CycleState, pod *v1.Pod, all []fwk.NodeInfo) (feasible []fwk.NodeInfo, pos []int, cached bool, diagnosis framework.Diagnosis, err error) {
 	diagnosis = framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
+	sig := r.equiv.beginPreFilter(f, pod)
 	pre, s, unsched := f.RunPreFilterPlugins(ctx, state, pod)
 	diagnosis.UnschedulablePlugins = unsched
 	if !s.IsSuccess() {
@@ -219,7 +220,7 @@ func (r *run) findFeasible(ctx context.Context, f framework.Framework, state fwk
 		diagnosis.NodeToStatus.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(unsched))))
 	} else {
-		cached = r.equiv.beginFilter(f, state, podSignature(pod), r.snap.version, len(all))
+		cached = r.equiv.beginFilter(f, state, sig, r.snap.version, len(all))
 	}
 	feasible, pos, err = r.filter(ctx, f, state, pod, &diagnosis, nodes, true, cached)
 	return feasible, pos, cached, diagnosis, err

@@ -34,6 +34,10 @@
 //     (PodTopologySpread, InterPodAffinity, ...) run every cycle beside them, in the
 //     profile's order, on the plugin instances the registry built; decisions are the same as
 //     without it (Options.NoEquivalenceCache turns it off).
+//   - affinity.go: InterPodAffinity is upstream's plugin wrapped so that, for consecutive
+//     pods of one signature with required (anti-)affinity, its PreFilter state is carried
+//     over and brought up to date with the plugin's own AddPod/RemovePod for the nodes that
+//     changed, instead of counted afresh over every pod of every node.
 //   - metrics.go: kube-scheduler's scheduler_schedule_attempts_total,
 //     scheduler_scheduling_attempt_duration_seconds, scheduler_pending_pods and
 //     scheduler_pod_scheduling_sli_duration_seconds on the registerer given.

@@ -119,6 +119,22 @@ func (c *equivCache) register(profile string, pp *profilePlugins) {
 	}
 }
 
+// beginPreFilter returns the pod's signature (nil: none, or the cache is off) and tells
+// the profile's InterPodAffinity, whose PreFilter reuses its state between pods of one
+// signature (affinity.go).
+func (c *equivCache) beginPreFilter(f framework.Framework, pod *v1.Pod) []byte {
+	if c == nil || c.disabled {
+		return nil
+	}
+	pp := c.plugins[f.ProfileName()]
+	if pp == nil {
+		return nil
+	}
+	sig := podSignature(pod)
+	pp.affinity.setPod(pod, sig)
+	return sig
+}
+
 // beginFilter decides, after PreFilter, whether this cycle's filtering may use the cache
 // (sig is the pod's signature, nil when it has none; n the snapshot's node count) and
 // starts a new filter epoch when the key changed.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -291,7 +292,7 @@ func randomNode(rng *rand.Rand, i int) *v1.Node {
 }
 
 // numKinds is randomPod's number of templates.
-const numKinds = 9
+const numKinds = 11
 
 // randomPod is one of a few templates (kind): the same kind gives the same signature.
 func randomPod(rng *rand.Rand, name string, kind int) *v1.Pod {
@@ -320,6 +321,11 @@ func randomPod(rng *rand.Rand, name string, kind int) *v1.Pod {
 	case 8: // preferred (anti-)affinity: InterPodAffinity scores every cycle
 		p = p.Label("app", "g").PodAntiAffinityExists("app", "kubernetes.io/hostname", st.PodAntiAffinityWithPreferredReq).
 			PodAffinityExists("app", "topology.kubernetes.io/zone", st.PodAffinityWithPreferredReq)
+	case 9: // required affinity to app=g in a zone (the first such pod matches itself)
+		p = p.Label("app", "g").PodAffinityExists("app", "topology.kubernetes.io/zone", st.PodAffinityWithRequiredReq)
+	case 10: // required anti-affinity across zones and hostnames
+		p = p.Label("app", "h").PodAntiAffinityExists("app", "topology.kubernetes.io/zone", st.PodAntiAffinityWithRequiredReq).
+			PodAntiAffinityExists("app", "kubernetes.io/hostname", st.PodAntiAffinityWithRequiredReq)
 	}
 	return p.Obj()
 }
@@ -433,7 +439,9 @@ func sameDecisions(t *testing.T, seed uint64, parallelism int) {
 		}
 	}
 	c := with.counts()
-	t.Logf("%d nodes at first; filter hits %d misses %d, score hits %d misses %d", nodeCount, c.fh, c.fm, c.sh, c.sm)
+	ipa := with.r.equiv.plugins["default-scheduler"].affinity
+	t.Logf("%d nodes at first; filter hits %d misses %d, score hits %d misses %d; InterPodAffinity PreFilter reused %d, fresh %d",
+		nodeCount, c.fh, c.fm, c.sh, c.sm, ipa.reused, ipa.fresh)
 	if c.fh == 0 || c.sh == 0 {
 		t.Errorf("the cache was never used")
 	}
@@ -445,4 +453,64 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestIncrementalAffinity: consecutive pods with required anti-affinity of one signature
+// reuse InterPodAffinity's PreFilter state, brought up to date with the nodes that changed
+// (each pod assumed on its node repels the next ones); the decisions are those of a fresh
+// PreFilter (a loop without the cache, beside it); another signature, a namespace
+// selector or a changed node count start afresh.
+func TestIncrementalAffinity(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	with, without := newHarness(t, ctx, true, 1), newHarness(t, ctx, false, 1)
+	both := func(f func(h *harness)) { f(with); f(without) }
+	for i := range 12 {
+		n := zoneNode(fmt.Sprintf("n-%d", i), zones[i%3], "4")
+		both(func(h *harness) { h.kc.setNode(n) })
+	}
+	ipa := with.r.equiv.plugins["default-scheduler"].affinity
+	place := func(what string, pod *v1.Pod, wantReused, wantFresh int64) string {
+		t.Helper()
+		reused, fresh := ipa.reused, ipa.fresh
+		r1, s1 := with.cycle(ctx, pod)
+		r2, s2 := without.cycle(ctx, pod)
+		if r1.host != r2.host || s1.Code() != s2.Code() || s1.Message() != s2.Message() {
+			t.Fatalf("%s: with the cache %q %v, without %q %v", what, r1.host, s1, r2.host, s2)
+		}
+		if got := [2]int64{ipa.reused - reused, ipa.fresh - fresh}; got != [2]int64{wantReused, wantFresh} {
+			t.Errorf("%s: PreFilter reused/fresh %v, want [%d %d]", what, got, wantReused, wantFresh)
+		}
+		if r1.host != "" {
+			p := bound(pod.DeepCopy(), r1.host)
+			both(func(h *harness) {
+				if err := h.kc.assume(p); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		return r1.host
+	}
+	anti := func(name, key string) *v1.Pod {
+		return plainPod(name, "100m").Label("app", "g").PodAntiAffinityExists("app", key, st.PodAntiAffinityWithRequiredReq).Obj()
+	}
+	place("first", anti("a0", "kubernetes.io/hostname"), 0, 1)
+	for i := 1; i < 12; i++ {
+		place(fmt.Sprint("anti-affinity pod ", i), anti(fmt.Sprint("a", i), "kubernetes.io/hostname"), 1, 0)
+	}
+	if host := place("every node holds one", anti("a12", "kubernetes.io/hostname"), 1, 0); host != "" {
+		t.Fatalf("a 13th pod placed on %s", host)
+	}
+	place("another signature", anti("z0", "topology.kubernetes.io/zone"), 0, 1)
+	both(func(h *harness) { h.kc.removePod(bound(anti("a3", "kubernetes.io/hostname"), "")) })
+	p := plainPod("x0", "100m").Label("app", "g").Obj()
+	p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+		TopologyKey: "kubernetes.io/hostname", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "g"}},
+		NamespaceSelector: &metav1.LabelSelector{}}}}}
+	place("a namespace selector", p, 0, 0)
+	place("anti-affinity again after a pod went", anti("a13", "kubernetes.io/hostname"), 0, 1)
+	place("and again", anti("a14", "kubernetes.io/hostname"), 1, 0)
+	n := zoneNode("n-12", "a", "4")
+	both(func(h *harness) { h.kc.setNode(n) })
+	place("a node added", anti("a15", "kubernetes.io/hostname"), 0, 1)
 }

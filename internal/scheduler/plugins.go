@@ -10,6 +10,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
 
@@ -21,11 +23,14 @@ type profilePlugins struct {
 	filter []fwk.FilterPlugin
 	score  []fwk.ScorePlugin
 	weight []int64 // of score[i]
+	// affinity is the profile's InterPodAffinity (nil when not enabled), whose PreFilter
+	// the scheduling loop tells each pod's signature (affinity.go).
+	affinity *incrementalAffinity
 }
 
 // newProfile builds a profile's framework from upstream's in-tree registry, keeping the
 // plugin instances the registry's factories return (the framework does not hand them
-// out). plugins is nil when an enabled Filter or Score plugin was not seen built (an
+// out); InterPodAffinity is built as upstream's and wrapped (incrementalAffinity). plugins is nil when an enabled Filter or Score plugin was not seen built (an
 // out-of-tree wrapper, say): the equivalence cache then leaves that profile alone.
 func newProfile(ctx context.Context, p *config.KubeSchedulerProfile, opts ...frameworkruntime.Option) (framework.Framework, *profilePlugins, error) {
 	built := map[string]fwk.Plugin{}
@@ -33,6 +38,9 @@ func newProfile(ctx context.Context, p *config.KubeSchedulerProfile, opts ...fra
 	for name, factory := range frameworkplugins.NewInTreeRegistry() {
 		registry[name] = func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			pl, err := factory(ctx, args, h)
+			if ipa, ok := pl.(*interpodaffinity.InterPodAffinity); ok && err == nil {
+				pl = newIncrementalAffinity(ipa, h)
+			}
 			if err == nil && pl != nil {
 				built[pl.Name()] = pl
 			}
@@ -52,6 +60,7 @@ func pluginsOf(f framework.Framework, built map[string]fwk.Plugin) *profilePlugi
 		return &profilePlugins{}
 	}
 	pp := &profilePlugins{}
+	pp.affinity, _ = built[names.InterPodAffinity].(*incrementalAffinity)
 	for _, e := range l.Filter.Enabled {
 		pl, ok := built[e.Name].(fwk.FilterPlugin)
 		if !ok {
