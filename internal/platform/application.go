@@ -90,6 +90,8 @@ type applicationDriver struct {
 	latest map[types.NamespacedName]*v1alpha1.Component
 	// refreshing are the Applications a refreshTable runs for.
 	refreshing map[types.NamespacedName]bool
+	// writing holds a *sync.Mutex per Application (write).
+	writing sync.Map
 }
 
 // tableMissing reports whether the table last computed for app lacks one of the members
@@ -115,7 +117,10 @@ func (d *applicationDriver) tableMissing(app *v1alpha1.Application) bool {
 	return missing
 }
 
-// refreshTable writes the table of the Application n from the cache (tableMissing).
+// refreshTable writes the table of the Application n (tableMissing), reading the API, not
+// the cache: the Components' last events came before the Application was known, and the
+// cache may not have them yet (a table written from a Component's first version, before the
+// engine held it, stayed "Pending" with no message: CI, 12-07).
 func (d *applicationDriver) refreshTable(n types.NamespacedName) {
 	defer func() {
 		d.mu.Lock()
@@ -124,7 +129,7 @@ func (d *applicationDriver) refreshTable(n types.NamespacedName) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := d.write(ctx, n); err != nil {
+	if err := d.write(ctx, n, d.o.Client); err != nil {
 		d.o.Log.Debug("application table", "application", n.String(), "err", err)
 	}
 }
@@ -149,6 +154,7 @@ func (d *applicationDriver) forget(app *v1alpha1.Application) {
 	defer d.mu.Unlock()
 	delete(d.apps[app.Namespace], app.Name)
 	delete(d.rows, types.NamespacedName{Namespace: app.Namespace, Name: app.Name})
+	d.writing.Delete(types.NamespacedName{Namespace: app.Namespace, Name: app.Name})
 }
 
 // unchanged reports whether row is the one last computed for the Application n.
@@ -208,14 +214,19 @@ func (d *applicationDriver) refresh(ctx context.Context, n types.NamespacedName,
 	if d.unchanged(n, componentRow(member{name: c.Name, comp: c})) && c.Labels[labelApplicationKey] == n.Name && c.Labels[labelPartOf] == n.Name {
 		return nil
 	}
-	return d.write(ctx, n)
+	return d.write(ctx, n, d.o.cached())
 }
 
 // write labels the members of the Application n and writes its table when it differs from
-// status (a status patch of status.ready and status.components only).
-func (d *applicationDriver) write(ctx context.Context, n types.NamespacedName) error {
+// status (a status patch of status.ready and status.components only), reading through r.
+// The writes of one Application are serialized, so that a table computed from older reads
+// never lands after a newer one.
+func (d *applicationDriver) write(ctx context.Context, n types.NamespacedName, r client.Reader) error {
+	mu, _ := d.writing.LoadOrStore(n, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	var app v1alpha1.Application
-	if err := d.o.cached().Get(ctx, n, &app); apierrors.IsNotFound(err) {
+	if err := r.Get(ctx, n, &app); apierrors.IsNotFound(err) {
 		err = d.o.Client.Get(ctx, n, &app) // created since the cache's last event
 		if err != nil {
 			return client.IgnoreNotFound(err)
@@ -226,11 +237,11 @@ func (d *applicationDriver) write(ctx context.Context, n types.NamespacedName) e
 	if app.DeletionTimestamp != nil {
 		return nil
 	}
-	members, err := d.members(ctx, d.o.cached(), &app)
+	members, err := d.members(ctx, r, &app)
 	if err != nil {
 		return err
 	}
-	if err := d.label(ctx, d.o.cached(), &app, members); err != nil {
+	if err := d.label(ctx, r, &app, members); err != nil {
 		return err
 	}
 	rows, ready := applicationTable(&app, members)
