@@ -40,6 +40,13 @@ const interPodAffinityState fwk.StateKey = "PreFilter" + names.InterPodAffinity
 // namespace labels), which the signature fixes (namespace, labels, spec); the reused state
 // keeps the earlier pod's PodInfo, which the plugin reads only for those.
 //
+// The state in a cycle's CycleState is base itself, not a copy (copying its maps, one
+// entry per node holding a matching pod, was a seventh of a cycle): within the cycle it is
+// only read (Filter; nominated pods and preemption work on CycleState clones), no plugin
+// reads it after the cycle (the binding cycle runs no InterPodAffinity extension point),
+// and the next PreFilter, which changes it, starts after the cycle ended (one scheduling
+// loop).
+//
 // Only pods with required (anti-)affinity terms (PreFilter never skips them), none with a
 // namespaceSelector (the namespaces it selects may change between cycles), no deferred
 // resize, a signature the scheduling loop set for this very pod, the same namespace labels
@@ -121,7 +128,7 @@ func (a *incrementalAffinity) PreFilter(ctx context.Context, cs fwk.CycleState, 
 	ns := interpodaffinity.GetNamespaceLabelsSnapshot(klog.FromContext(ctx), pod.Namespace, a.nsLister)
 	if a.base != nil && bytes.Equal(sig, a.baseSig) && len(nodes) == len(a.seen) && maps.Equal(ns, a.baseNS) && a.update(ctx, pod, nodes) {
 		a.reused++
-		cs.Write(interPodAffinityState, a.base.Clone())
+		cs.Write(interPodAffinityState, a.base)
 		return nil, nil
 	}
 	a.base = nil
@@ -131,7 +138,7 @@ func (a *incrementalAffinity) PreFilter(ctx context.Context, cs fwk.CycleState, 
 		return res, s
 	}
 	if d, err := cs.Read(interPodAffinityState); err == nil {
-		a.base, a.baseSig, a.baseNS = d.Clone(), bytes.Clone(sig), ns
+		a.base, a.baseSig, a.baseNS = d, bytes.Clone(sig), ns
 		a.seen = append(a.seen[:0], nodes...)
 	}
 	return res, s
