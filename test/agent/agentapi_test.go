@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/keyutil"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"kubeos.dev/kube/internal/server/servertest"
 	"kubeos.dev/kube/internal/serviceaccount"
 )
 
@@ -28,11 +29,20 @@ import (
 // daemonEndpoints, as the API server and metrics-server find it).
 func agentURL(t *testing.T, cs kubernetes.Interface) string {
 	t.Helper()
-	node, err := cs.CoreV1().Nodes().Get(t.Context(), nodeName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("https://127.0.0.1:%d", node.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	// The server is ready before its agent has posted the node's status (this package's first
+	// test read port 0 in a CI run, 12-07): wait for the port.
+	var port int32
+	servertest.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
+		node, err := cs.CoreV1().Nodes().Get(t.Context(), nodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if port = node.Status.DaemonEndpoints.KubeletEndpoint.Port; port == 0 {
+			return fmt.Errorf("node %s has no kubelet endpoint port yet", nodeName)
+		}
+		return nil
+	})
+	return fmt.Sprintf("https://127.0.0.1:%d", port)
 }
 
 // serviceAccountToken makes ServiceAccount ns/name and returns a token of it (TokenRequest).
