@@ -26,6 +26,7 @@ import (
 // A new image rolls the Deployment; deleting the Component removes what it created.
 func TestWebWithCache(t *testing.T) {
 	componentSuite.Need(t)
+	dumpOnFailure(t, componentAdmin, acmeNS, &componentLog)
 	ctx := ctxT(t)
 	componentApply(t, `apiVersion: kubeos.dev/v1alpha1
 kind: Component
@@ -151,10 +152,19 @@ spec: {}
 	gone(t, &v1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Namespace: acmeNS, Name: "web"}}, 3*time.Minute)
 	gone(t, &appsv1.Deployment{ObjectMeta: d.ObjectMeta}, 30*time.Second)
 	gone(t, &corev1.Service{ObjectMeta: svc.ObjectMeta}, 30*time.Second)
-	var pods corev1.PodList
-	if err := componentAdmin.List(ctx, &pods, client.InNamespace(acmeNS), client.MatchingLabels{"kubeos.dev/component": "web"}); err != nil || len(pods.Items) != 0 {
-		t.Errorf("pods left after the Component went: %d (%v)", len(pods.Items), err)
-	}
+	// The pods go with the foreground deletion, except any a ReplicaSet created while its
+	// deletion began (the drift's rollout may still run): the garbage collector deletes those
+	// as dependents of a gone owner, shortly after (seen in a CI run, 12-07: 2 left at once).
+	servertest.Eventually(t, 60*time.Second, 200*time.Millisecond, func() error {
+		var pods corev1.PodList
+		if err := componentAdmin.List(ctx, &pods, client.InNamespace(acmeNS), client.MatchingLabels{"kubeos.dev/component": "web"}); err != nil {
+			return err
+		}
+		if len(pods.Items) != 0 {
+			return fmt.Errorf("pods left after the Component went: %d", len(pods.Items))
+		}
+		return nil
+	})
 }
 
 // TestMissingDatabase: a Component using a Database that does not exist waits with
