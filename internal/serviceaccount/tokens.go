@@ -224,6 +224,13 @@ func (t *Tokens) Validate(ctx context.Context, token string, audiences []string)
 	if err != nil {
 		return nil, nil, false, err
 	}
+	invalidIfDeletedBefore := t.now().Add(-leeway * time.Second)
+	if sa.DeletionTimestamp != nil && sa.DeletionTimestamp.Time.Before(invalidIfDeletedBefore) {
+		return nil, nil, false, fmt.Errorf("%w: service account %s/%s has been deleted", ErrInvalidToken, k.Namespace, k.ServiceAccount.Name)
+	}
+	if err := t.checkBound(ctx, k, invalidIfDeletedBefore); err != nil {
+		return nil, nil, false, err
+	}
 	return &request.User{
 		Name: c.Subject, UID: string(sa.UID),
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + k.Namespace, "system:authenticated"},
@@ -244,6 +251,48 @@ func (t *Tokens) mine(token string) bool {
 		Issuer string `json:"iss"`
 	}
 	return json.Unmarshal(pb, &c) == nil && c.Issuer == t.issuer
+}
+
+// checkBound checks the objects a token is bound to (TokenRequest's boundObjectRef), as
+// kube-apiserver's validator: the Secret, else the Pod, else (a token bound to a Node alone)
+// the Node must exist with the token's UID and not have been deleting since before
+// invalidIfDeletedBefore (now minus the 60 s leeway). The ServiceAccount itself likewise. A
+// pod's token thus stops working once its pod is gone (after the token cache's 10 s). They
+// are read live: the token cache keeps a success for 10 s, so this is at most one read per
+// token and object every 10 s.
+func (t *Tokens) checkBound(ctx context.Context, k K8s, invalidIfDeletedBefore time.Time) error {
+	type bound struct {
+		kind string
+		ref  *Ref
+		get  func() (metav1.Object, error)
+	}
+	core := t.client.CoreV1()
+	checks := []bound{
+		{"secret", k.Secret, func() (metav1.Object, error) {
+			return core.Secrets(k.Namespace).Get(ctx, k.Secret.Name, metav1.GetOptions{})
+		}},
+		{"pod", k.Pod, func() (metav1.Object, error) { return core.Pods(k.Namespace).Get(ctx, k.Pod.Name, metav1.GetOptions{}) }},
+	}
+	if k.Pod == nil {
+		checks = append(checks, bound{"node", k.Node, func() (metav1.Object, error) { return core.Nodes().Get(ctx, k.Node.Name, metav1.GetOptions{}) }})
+	}
+	for _, b := range checks {
+		if b.ref == nil {
+			continue
+		}
+		obj, err := b.get()
+		switch {
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("%w: the bound %s %s has been deleted", ErrInvalidToken, b.kind, b.ref.Name)
+		case err != nil:
+			return fmt.Errorf("looking up the bound %s %s: %w", b.kind, b.ref.Name, err)
+		case string(obj.GetUID()) != b.ref.UID:
+			return fmt.Errorf("%w: %s UID (%s) does not match the token's (%s)", ErrInvalidToken, b.kind, obj.GetUID(), b.ref.UID)
+		case obj.GetDeletionTimestamp() != nil && obj.GetDeletionTimestamp().Time.Before(invalidIfDeletedBefore):
+			return fmt.Errorf("%w: the bound %s %s is being deleted", ErrInvalidToken, b.kind, b.ref.Name)
+		}
+	}
+	return nil
 }
 
 // lookup finds the ServiceAccount with uid: in the cache, else (the cache may lag behind a

@@ -160,3 +160,55 @@ func TestRefusedTokenNotCached(t *testing.T) {
 	})
 	refusedEveryTime(ctx, t, token, 3)
 }
+
+// TestPodBoundTokenAfterPodDelete: a token bound to a pod (TokenRequest's boundObjectRef, as
+// the kubelet asks for projected tokens) works while the pod exists and is refused, within
+// a bounded wait (the token cache's 10 s), once the pod is deleted, as kube-apiserver's
+// validator refuses it.
+func TestPodBoundTokenAfterPodDelete(t *testing.T) {
+	securitySuite.Need(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin := adminClient(t)
+	ns, sa := "podbound-"+rand.String(5), "runner"
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: corev1.PodSpec{
+		ServiceAccountName: sa, AutomountServiceAccountToken: new(bool),
+		Containers: []corev1.Container{{Name: "c", Image: "example.com/app:1"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := "system:serviceaccount:" + ns + ":" + sa
+	if who, err := whoami(ctx, t, tr.Status.Token); err != nil || who != user {
+		t.Fatalf("whoami with the pod's token: %q, %v; want %q", who, err, user)
+	}
+	if err := admin.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		who, err := whoami(ctx, t, tr.Status.Token)
+		if apierrors.IsUnauthorized(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the token of a deleted pod still answers %q, %v after 60 s", who, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	refusedEveryTime(ctx, t, tr.Status.Token, 2)
+	if st := tokenReview(ctx, t, admin, tr.Status.Token); st.Authenticated {
+		t.Errorf("TokenReview authenticated the token of a deleted pod: %+v", st)
+	}
+}
