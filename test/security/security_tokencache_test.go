@@ -41,6 +41,21 @@ func tokenReview(ctx context.Context, t *testing.T, admin kubernetes.Interface, 
 	return r.Status
 }
 
+// namespaceWithServiceAccount makes a namespace named prefix plus a random suffix (deleted
+// when the test ends) holding ServiceAccount sa.
+func namespaceWithServiceAccount(ctx context.Context, t *testing.T, admin kubernetes.Interface, prefix, sa string) (string, string) {
+	t.Helper()
+	ns := prefix + rand.String(5)
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return ns, sa
+}
+
 // refusedEveryTime checks that token is answered 401 on each of n requests.
 func refusedEveryTime(ctx context.Context, t *testing.T, token string, n int) {
 	t.Helper()
@@ -61,14 +76,7 @@ func TestServiceAccountTokenAfterDelete(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin := adminClient(t)
-	ns, sa := "tokencache-"+rand.String(5), "deleted-soon"
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	ns, sa := namespaceWithServiceAccount(ctx, t, admin, "tokencache-", "deleted-soon")
 	tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -170,14 +178,7 @@ func TestPodBoundTokenAfterPodDelete(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin := adminClient(t)
-	ns, sa := "podbound-"+rand.String(5), "runner"
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	ns, sa := namespaceWithServiceAccount(ctx, t, admin, "podbound-", "runner")
 	pod, err := admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Spec: corev1.PodSpec{
 		ServiceAccountName: sa, AutomountServiceAccountToken: new(bool),
 		Containers: []corev1.Container{{Name: "c", Image: "example.com/app:1"}}}}, metav1.CreateOptions{})
