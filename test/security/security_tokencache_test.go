@@ -197,17 +197,12 @@ func TestPodBoundTokenAfterPodDelete(t *testing.T) {
 	if err := admin.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		who, err := whoami(ctx, t, tr.Status.Token)
-		if apierrors.IsUnauthorized(err) {
-			break
+	eventually(t, 60*time.Second, func() error {
+		if who, err := whoami(ctx, t, tr.Status.Token); !apierrors.IsUnauthorized(err) {
+			return fmt.Errorf("the token of a deleted pod still answers %q, %v", who, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the token of a deleted pod still answers %q, %v after 60 s", who, err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return nil
+	})
 	refusedEveryTime(ctx, t, tr.Status.Token, 2)
 	if st := tokenReview(ctx, t, admin, tr.Status.Token); st.Authenticated {
 		t.Errorf("TokenReview authenticated the token of a deleted pod: %+v", st)
