@@ -41,11 +41,26 @@ func newChrome(t *testing.T) context.Context {
 	return ctx
 }
 
+// navigate loads url, again when Chromium aborts the load with net::ERR_NETWORK_CHANGED: it
+// watches the host's addresses, and the network tests running beside this package add and
+// remove veths and bridges.
+func navigate(url string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		var err error
+		for range 5 {
+			if _, err = chromedp.Navigate(url)(ctx, tg); err == nil || !strings.Contains(err.Error(), "ERR_NETWORK_CHANGED") {
+				return chromedp.Void{}, err
+			}
+		}
+		return chromedp.Void{}, err
+	}
+}
+
 // loginIn logs in through the form, the way a user pastes a token.
 func loginIn(t *testing.T, ctx context.Context, token string) {
 	t.Helper()
 	if err := chromedp.Do(ctx,
-		chromedp.Navigate(dashboardSrv.URL+"/ui/"),
+		navigate(dashboardSrv.URL+"/ui/"),
 		chromedp.WaitVisible(chromedp.ID("token")),
 		chromedp.SetValue(chromedp.ID("token"), token),
 		chromedp.Submit(chromedp.ID("login")),
@@ -120,7 +135,7 @@ func TestBrowserHealthObjectDependencyAndLiveUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := chromedp.Do(ctx,
-		chromedp.Navigate(dashboardSrv.URL+"/ui/objects/credentials/shop/flip"),
+		navigate(dashboardSrv.URL+"/ui/objects/credentials/shop/flip"),
 		chromedp.WaitVisible(chromedp.CSS(`#live[data-state="live"]`)),
 		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 			_, err := chromedp.Evaluate[bool](`window.kubeNoReload = true`)(ctx, tg)
@@ -157,7 +172,7 @@ func TestBrowserViewerIsRefusedAnAction(t *testing.T) {
 	loginIn(t, ctx, viewerToken)
 	if err := chromedp.Do(ctx,
 		chromedp.WaitVisible(chromedp.ID("refused")), // not theirs: health across all namespaces
-		chromedp.Navigate(dashboardSrv.URL+"/ui/objects/credentials/shop/app"),
+		navigate(dashboardSrv.URL+"/ui/objects/credentials/shop/app"),
 		chromedp.WaitVisible(chromedp.ID("denied-delete")),
 		chromedp.Click(chromedp.CSS("#denied-delete summary")),
 		chromedp.WaitVisible(chromedp.CSS("#denied-delete .why")),
@@ -175,7 +190,7 @@ func TestBrowserViewerIsRefusedAnAction(t *testing.T) {
 	if ph := text(t, ctx, "#phase"); ph != "Active" {
 		t.Errorf("app's phase for the viewer: %q", ph)
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(dashboardSrv.URL+"/ui/objects/credentials/elsewhere/secret-one")); err != nil {
+	if err := chromedp.Do(ctx, navigate(dashboardSrv.URL+"/ui/objects/credentials/elsewhere/secret-one")); err != nil {
 		t.Fatal(err)
 	}
 	if msg := text(t, ctx, "#error-message"); !strings.Contains(msg, "forbidden") {

@@ -124,6 +124,9 @@ func TestBinding(t *testing.T) {
 	pods := cs.CoreV1().Pods(ns)
 	for _, n := range []string{"a", "b", "gated"} {
 		p := newPod(n, nil)
+		// No scheduler writes PodScheduled=False meanwhile: the in-process scheduler's patch can
+		// land after this test's binding and replace the condition (kube-scheduler's would too).
+		p.Spec.SchedulerName = "nobody"
 		if n == "gated" {
 			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/wait"}}
 		}
