@@ -64,8 +64,13 @@ type Options struct {
 	EtcdUnsafeNoFsync bool
 	// CompactionInterval is how often etcd history is compacted; 0 disables.
 	CompactionInterval time.Duration
-	// WatchCacheSize is the number of recent events each resource's watch cache keeps.
+	// WatchCacheSize is the number of recent events each resource's watch cache keeps, at
+	// least.
 	WatchCacheSize int
+	// WatchCacheMaxSize is the most recent events a resource's watch cache grows to while
+	// they are younger than 75 s (kube-apiserver's 102,400; watchcache.Options). Equal to
+	// WatchCacheSize: a fixed size. Default 102,400.
+	WatchCacheMaxSize int
 	// Out receives the start-up message (data directory, KUBECONFIG line, ready).
 	Out io.Writer
 	// Log is the server's logger.
@@ -143,6 +148,9 @@ func (o *Options) Complete() {
 	}
 	if o.WatchCacheSize == 0 {
 		o.WatchCacheSize = 1000
+	}
+	if o.WatchCacheMaxSize == 0 {
+		o.WatchCacheMaxSize = 100 * 1024
 	}
 	// --- Services ---
 	if o.ServiceClusterIPRange == "" {

@@ -213,7 +213,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer stopCaches()
 	crdPrefix := storage.ResourcePrefix(apiextensionsv1.GroupName, "customresourcedefinitions")
 	podPrefix := storage.ResourcePrefix("", "pods")
-	caches := watchcache.NewSet(cacheCtx, watchcache.Options{Store: s.Store, EventBufferSize: o.WatchCacheSize,
+	caches := watchcache.NewSet(cacheCtx, watchcache.Options{Store: s.Store, EventBufferSize: o.WatchCacheSize, MaxEventBufferSize: o.WatchCacheMaxSize,
 		// CRDs are large (their schemas), many and rarely read: packed, 5,000 of them take
 		// ~8 MB instead of ~80 MB.
 		// Pods are many (100,000 in a large cluster) and read mostly by node (the watch

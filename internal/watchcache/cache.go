@@ -97,7 +97,7 @@ func New(o Options) *Cache {
 		ready:    make(chan struct{}),
 		done:     make(chan struct{}),
 		tree:     newTree(),
-		ring:     newRing(o.EventBufferSize, 0),
+		ring:     newGrowingRing(o.EventBufferSize, o.MaxEventBufferSize, o.EventFreshDuration, 0),
 		snaps:    map[snapKey]*tree{},
 		byNS:     map[string]*watcherList{},
 		freelist: btree.NewFreeListG[*entry](btree.DefaultFreeListSize),
@@ -483,9 +483,9 @@ func (c *Cache) apply(sev storage.Event) {
 		if old == nil && sev.PrevObject != nil {
 			old = c.newEntry(sev.Key, sev.PrevObject, revOf(sev.PrevObject), nil)
 		}
-		c.ring.push(entryEvent(sev.Type, sev.Key, sev.Revision, cur, old))
+		c.ring.push(entryEvent(sev.Type, sev.Key, sev.Revision, cur, old), c.o.Clock.Now())
 	} else {
-		c.ring.push(ev)
+		c.ring.push(ev, c.o.Clock.Now())
 	}
 	c.setRevNoPublishLocked(sev.Revision)
 	targets := c.targetsLocked(sev.Key, curVals, prevVals, c.targets[:0])

@@ -63,8 +63,17 @@ type Options struct {
 	// at the cache's first list.
 	StartRevision int64
 	// EventBufferSize is how many recent events the cache keeps for watches to resume from.
-	// Default 1000.
+	// Default 1000. It is the least: see MaxEventBufferSize.
 	EventBufferSize int
+	// MaxEventBufferSize is the most recent events the cache keeps. Between EventBufferSize
+	// and this, the buffer doubles when full while its oldest event is younger than
+	// EventFreshDuration and halves when even its newest quarter is older, as kube-apiserver's
+	// watch cache (100 to 102,400 events, 75 s): a busy resource keeps about 75 s of history,
+	// so a watch that reconnects after a pause resumes instead of answering 410 and making its
+	// client re-list. Default (0) or less than EventBufferSize: a fixed EventBufferSize.
+	MaxEventBufferSize int
+	// EventFreshDuration: see MaxEventBufferSize. Default 75 s.
+	EventFreshDuration time.Duration
 	// WatcherBufferSize is the capacity of each watcher's channel. A watcher whose channel is
 	// full is ended with an ErrorEvent wrapping ErrTooSlow. Default 100.
 	WatcherBufferSize int
@@ -81,10 +90,11 @@ type Options struct {
 
 // Defaults.
 const (
-	DefaultEventBufferSize   = 1000
-	DefaultWatcherBufferSize = 100
-	DefaultBookmarkInterval  = 5 * time.Second
-	DefaultWaitTimeout       = 3 * time.Second
+	DefaultEventBufferSize    = 1000
+	DefaultWatcherBufferSize  = 100
+	DefaultBookmarkInterval   = 5 * time.Second
+	DefaultEventFreshDuration = 75 * time.Second
+	DefaultWaitTimeout        = 3 * time.Second
 )
 
 // complete fills in the defaults.
@@ -94,6 +104,9 @@ func (o *Options) complete() {
 	}
 	if o.EventBufferSize <= 0 {
 		o.EventBufferSize = DefaultEventBufferSize
+	}
+	if o.EventFreshDuration <= 0 {
+		o.EventFreshDuration = DefaultEventFreshDuration
 	}
 	if o.WatcherBufferSize <= 0 {
 		o.WatcherBufferSize = DefaultWatcherBufferSize

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -23,6 +24,56 @@ func revs(evs []*Event) []int64 {
 	return out
 }
 
+// TestRingGrows: a full ring whose oldest event is younger than fresh doubles (up to max);
+// a full ring whose newest quarter is older than fresh halves (down to min), keeping the newest
+// events and moving start to the newest one it dropped.
+func TestRingGrows(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tests := []struct {
+		name     string
+		gaps     []time.Duration // before each push of revisions 11, 12, ...
+		capacity int
+		since    int64 // the oldest revision a watch can still resume from
+	}{
+		{"fresh events: 4 → 8", []time.Duration{0, 0, 0, 0, time.Second}, 8, 10},
+		{"fresh, capped at max 8", repeat(time.Second, 12), 8, 14},
+		{"old events, full at min: fixed", []time.Duration{0, 0, 0, 0, time.Hour}, 4, 11},
+		{"grown, then everything older than fresh: halves back to 4",
+			append(repeat(0, 8), time.Hour), 4, 15},
+		{"grown, only the oldest events stale: kept at 8",
+			append(append(repeat(0, 6), time.Hour), 0, 0), 8, 11},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newGrowingRing(4, 8, time.Minute, 10)
+			now := t0
+			for i, gap := range tc.gaps {
+				now = now.Add(gap)
+				r.push(ev(int64(11+i)), now)
+			}
+			if len(r.buf) != tc.capacity {
+				t.Errorf("capacity %d, want %d", len(r.buf), tc.capacity)
+			}
+			if r.start != tc.since {
+				t.Errorf("start %d, want %d", r.start, tc.since)
+			}
+			evs, ok := r.since(r.start)
+			last := int64(10 + len(tc.gaps))
+			if !ok || len(evs) == 0 || evs[len(evs)-1].Revision != last || evs[0].Revision != r.start+1 {
+				t.Errorf("since(start): %v %v, want %d..%d", revs(evs), ok, r.start+1, last)
+			}
+		})
+	}
+}
+
+func repeat(d time.Duration, n int) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = d
+	}
+	return out
+}
+
 func TestRing(t *testing.T) {
 	r := newRing(3, 10)
 	if evs, ok := r.since(10); !ok || len(evs) != 0 {
@@ -32,7 +83,7 @@ func TestRing(t *testing.T) {
 		t.Fatal("since(9) on a ring starting at 10")
 	}
 	for _, rv := range []int64{11, 12, 12, 13} { // two events share revision 12 (one txn)
-		r.push(ev(rv))
+		r.push(ev(rv), time.Time{})
 	}
 	tests := []struct {
 		since int64
@@ -51,7 +102,7 @@ func TestRing(t *testing.T) {
 			t.Errorf("since(%d) = %v %v, want %s %v", tt.since, revs(evs), ok, tt.want, tt.ok)
 		}
 	}
-	r.push(ev(14)) // evicts the first 12: resuming from 12 is still complete
+	r.push(ev(14), time.Time{}) // evicts the first 12: resuming from 12 is still complete
 	if evs, ok := r.since(12); !ok || fmt.Sprint(revs(evs)) != "[13 14]" {
 		t.Errorf("after evicting half of 12: %v %v", revs(evs), ok)
 	}

@@ -230,9 +230,11 @@ func (w *Watcher) runInit(initial func(send func(*Event) bool) bool) {
 	close(w.out)
 }
 
-// pendingLimit bounds the changes queued behind a watcher's initial events.
+// pendingLimit bounds the changes queued behind a watcher's initial events: as many as the
+// ring may hold (the queue shares the ring's events), since the initial events of a large
+// resource (100,000 pods) take seconds while changes keep coming.
 func (w *Watcher) pendingLimit() int {
-	return max(w.c.o.WatcherBufferSize, w.c.o.EventBufferSize)
+	return max(w.c.o.WatcherBufferSize, w.c.o.EventBufferSize, w.c.o.MaxEventBufferSize)
 }
 
 // deliver offers ev without blocking. It returns false when the watcher is full and has been

@@ -181,7 +181,7 @@ func TestProtobufWatch(t *testing.T) {
 
 	// A watch from a version older than the watch cache's window and compacted away in etcd:
 	// a 410 Expired, as an ERROR event in the stream. The cache keeps the resource's history
-	// since the server started, up to --watch-cache-size (1000) events: push the version
+	// since the server started, up to --watch-cache-size (1000) events (this package fixes it there; by default it grows while the events are fresh): push the version
 	// out of it first.
 	first, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "churn"}}, metav1.CreateOptions{})
 	if err != nil {

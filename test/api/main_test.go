@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
 )
 
@@ -49,7 +50,8 @@ var apiSuite = servertest.NewFixture("api", func(fx *servertest.Fixture) error {
 		return err
 	}
 	fx.Cleanup(func() { os.RemoveAll(dir) })
-	srv, err = servertest.Start(dir, nil)
+	// A fixed watch cache of 1,000 events: TestProtobuf pushes a version out of it.
+	srv, err = servertest.StartWith(dir, nil, func(o *server.Options) { o.WatchCacheMaxSize = 1000 })
 	if err != nil {
 		return fmt.Errorf("start kube server: %w", err)
 	}

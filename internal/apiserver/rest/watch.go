@@ -118,6 +118,16 @@ func (c *call) watch() {
 			if !ok {
 				return
 			}
+			if ev.Type == storage.ErrorEvent && errors.Is(ev.Err, watchcache.ErrTooSlow) {
+				// kube-apiserver ends a watch that does not keep up by closing it, without an
+				// error: client-go's reflector then watches again from the last
+				// resourceVersion it saw, which the cache's window serves. An error event
+				// (a 500) would make it re-list the whole resource.
+				if unflushed {
+					_ = rc.Flush()
+				}
+				return
+			}
 			var frame []byte
 			switch {
 			case ev.Type == storage.Bookmark && ev.InitialEventsEnd && !initialEnd:
