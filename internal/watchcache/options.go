@@ -74,9 +74,14 @@ type Options struct {
 	MaxEventBufferSize int
 	// EventFreshDuration: see MaxEventBufferSize. Default 75 s.
 	EventFreshDuration time.Duration
-	// WatcherBufferSize is the capacity of each watcher's channel. A watcher whose channel is
-	// full is ended with an ErrorEvent wrapping ErrTooSlow. Default 100.
+	// WatcherBufferSize is the capacity of the channel of a watcher whose field selector
+	// names one value of an indexed field (a node's pods). A watcher whose channel is full
+	// is ended with an ErrorEvent wrapping ErrTooSlow. Default 100.
 	WatcherBufferSize int
+	// UnindexedWatcherBufferSize is the capacity of the channel of other watchers: a watcher
+	// of every change (an informer) gets bursts a node's watcher does not. Default 1,000,
+	// as kube-apiserver's (10 for a watcher narrowed by its trigger index).
+	UnindexedWatcherBufferSize int
 	// BookmarkInterval is how often watchers that asked for bookmarks get one. Default 5 s.
 	BookmarkInterval time.Duration
 	// WaitTimeout bounds how long a read waits for the cache to reach a revision (not older
@@ -90,11 +95,12 @@ type Options struct {
 
 // Defaults.
 const (
-	DefaultEventBufferSize    = 1000
-	DefaultWatcherBufferSize  = 100
-	DefaultBookmarkInterval   = 5 * time.Second
-	DefaultEventFreshDuration = 75 * time.Second
-	DefaultWaitTimeout        = 3 * time.Second
+	DefaultEventBufferSize            = 1000
+	DefaultWatcherBufferSize          = 100
+	DefaultUnindexedWatcherBufferSize = 1000
+	DefaultBookmarkInterval           = 5 * time.Second
+	DefaultEventFreshDuration         = 75 * time.Second
+	DefaultWaitTimeout                = 3 * time.Second
 )
 
 // complete fills in the defaults.
@@ -110,6 +116,9 @@ func (o *Options) complete() {
 	}
 	if o.WatcherBufferSize <= 0 {
 		o.WatcherBufferSize = DefaultWatcherBufferSize
+	}
+	if o.UnindexedWatcherBufferSize <= 0 {
+		o.UnindexedWatcherBufferSize = DefaultUnindexedWatcherBufferSize
 	}
 	if o.BookmarkInterval <= 0 {
 		o.BookmarkInterval = DefaultBookmarkInterval

@@ -225,7 +225,7 @@ func TestWatchInitialEventsNotOlderThan(t *testing.T) {
 func TestSlowWatcherIsClosed(t *testing.T) {
 	ctx := testCtx(t)
 	res, prefix := testResource(t)
-	c := startCache(t, Options{Prefix: prefix, WatcherBufferSize: 5})
+	c := startCache(t, Options{Prefix: prefix, WatcherBufferSize: 5, UnindexedWatcherBufferSize: 5})
 	// A new etcd watch catches up in etcd's next sync pass (up to 100 ms), which delivers
 	// what it missed in one burst; wait until the cache's watch has delivered something, so
 	// that the changes below reach it one by one.

@@ -88,12 +88,16 @@ func (c *Cache) Watch(ctx context.Context, prefix string, o WatchOptions) (*Watc
 			return nil, err
 		}
 	}
+	size := c.o.WatcherBufferSize
+	if _, _, narrowed := exactIndex(c.indexFields(), o.Predicate); !narrowed {
+		size = c.o.UnindexedWatcherBufferSize
+	}
 	w := &Watcher{
 		c:         c,
 		prefix:    prefix,
 		pred:      o.Predicate,
 		bookmarks: o.Bookmarks,
-		out:       make(chan *Event, c.o.WatcherBufferSize+1),
+		out:       make(chan *Event, size+1),
 		stopped:   make(chan struct{}),
 		abort:     make(chan struct{}),
 	}
