@@ -202,6 +202,9 @@ func (o *Options) Validate() error {
 	if o.CompactionInterval < 0 {
 		return errors.New("--etcd-compaction-interval must not be negative")
 	}
+	if o.WatchCacheMaxSize < o.WatchCacheSize {
+		return fmt.Errorf("--watch-cache-max-size %d is less than --watch-cache-size %d (equal: a fixed size)", o.WatchCacheMaxSize, o.WatchCacheSize)
+	}
 	if o.WatchCacheSize < 10 {
 		return fmt.Errorf("--watch-cache-size %d is too small (at least 10)", o.WatchCacheSize)
 	}
