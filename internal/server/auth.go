@@ -9,6 +9,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -226,6 +227,9 @@ func (sec *authState) createTokenReview(ctx context.Context, obj *unstructured.U
 	var tr authenticationv1.TokenReview
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &tr); err != nil {
 		return nil, err
+	}
+	if tr.Spec.Token == "" {
+		return nil, apierrors.NewBadRequest("token is required for TokenReview in authentication")
 	}
 	tr.Status = authenticationv1.TokenReviewStatus{}
 	u, auds, ok, err := sec.bearer.Review(ctx, tr.Spec.Token, tr.Spec.Audiences)

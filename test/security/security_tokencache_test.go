@@ -3,6 +3,7 @@ package security
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,6 +130,11 @@ func TestRefusedTokenNotCached(t *testing.T) {
 	defer cancel()
 	admin := adminClient(t)
 	refusedEveryTime(ctx, t, "not-"+staticToken, 5)
+	// No token at all is the reviewer's mistake: 400, as kube-apiserver answers.
+	_, err := admin.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{}, metav1.CreateOptions{})
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "token is required for TokenReview") {
+		t.Fatalf("TokenReview without a token: %v; want 400 token is required", err)
+	}
 
 	// Bootstrap token ids are [a-z0-9]{6}, secrets [a-z0-9]{16}.
 	id, secret := rand.String(6), rand.String(16)
