@@ -31,6 +31,8 @@ stop_all() {
   [[ -n $etcd_pid ]] && { kill "$etcd_pid" 2>/dev/null || true; wait "$etcd_pid" 2>/dev/null || true; }
   kube_pid=; etcd_pid=
   KAPI_STATE=$OUT/kapi ../shared/peers/run-kube-apiserver.sh stop >/dev/null 2>&1 || true
+  # The stores of 100,000 pods are ~1 GB each: only the results and logs stay.
+  rm -rf "$OUT/ketcd" "$OUT/kd" "$OUT/kapi/etcd-data"
 }
 trap stop_all EXIT
 
