@@ -97,7 +97,7 @@ func New(o Options) *Cache {
 		ready:    make(chan struct{}),
 		done:     make(chan struct{}),
 		tree:     newTree(),
-		ring:     newGrowingRing(o.EventBufferSize, o.MaxEventBufferSize, o.EventFreshDuration, 0),
+		ring:     newRing(o.EventBufferSize, o.MaxEventBufferSize, o.EventFreshDuration, 0),
 		snaps:    map[snapKey]*tree{},
 		byNS:     map[string]*watcherList{},
 		freelist: btree.NewFreeListG[*entry](btree.DefaultFreeListSize),

@@ -45,7 +45,7 @@ func TestRingGrows(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newGrowingRing(4, 8, time.Minute, 10)
+			r := newRing(4, 8, time.Minute, 10)
 			now := t0
 			for i, gap := range tc.gaps {
 				now = now.Add(gap)
@@ -75,7 +75,7 @@ func repeat(d time.Duration, n int) []time.Duration {
 }
 
 func TestRing(t *testing.T) {
-	r := newRing(3, 10)
+	r := newRing(3, 3, 0, 10)
 	if evs, ok := r.since(10); !ok || len(evs) != 0 {
 		t.Fatalf("empty ring: %v %v", evs, ok)
 	}

@@ -24,11 +24,9 @@ type ring struct {
 	fresh    time.Duration
 }
 
-func newRing(size int, start int64) *ring {
-	return newGrowingRing(size, size, 0, start)
-}
-
-func newGrowingRing(lo, hi int, fresh time.Duration, start int64) *ring {
+// newRing holds lo events at first and grows toward hi (lo when hi is less) while they are
+// younger than fresh.
+func newRing(lo, hi int, fresh time.Duration, start int64) *ring {
 	hi = max(lo, hi)
 	return &ring{buf: make([]*Event, lo), times: make([]time.Time, lo), start: start, min: lo, max: hi, fresh: fresh}
 }
