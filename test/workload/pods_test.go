@@ -367,8 +367,18 @@ func TestScaleAndHPAVersions(t *testing.T) {
 	if sc.Spec.Replicas != 1 || sc.Status.Selector != "app=rc" {
 		t.Errorf("scale: %+v", sc)
 	}
-	sc.Spec.Replicas = 4
-	if _, err := rs.UpdateScale(ctxT(t), "rc", sc, metav1.UpdateOptions{}); err != nil {
+	// The replication controller writes status meanwhile, so the scale read
+	// above may be stale by the time it is written back.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := rs.GetScale(ctxT(t), "rc", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Replicas = 4
+		sc, err = rs.UpdateScale(ctxT(t), "rc", cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	rc, _ := rs.Get(ctxT(t), "rc", metav1.GetOptions{})
