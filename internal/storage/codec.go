@@ -2,11 +2,12 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"kubeos.dev/kube/internal/jsonenc"
 )
 
 // encode returns the stored form of obj: its JSON without metadata.resourceVersion, which
@@ -34,7 +35,9 @@ func encode(key string, obj *unstructured.Unstructured) ([]byte, error) {
 			v = v2
 		}
 	}
-	data, err := json.Marshal(v)
+	// Without reflection, as encoding/json writes it minus its HTML escaping: the stored
+	// form of every write, and decoded the same by any JSON reader.
+	data, err := jsonenc.AppendValue(make([]byte, 0, 1024), v)
 	if err != nil {
 		return nil, errorf(ErrInvalidObject, key, "%v", err)
 	}
