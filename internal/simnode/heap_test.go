@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestDueHeapOrder(t *testing.T) {
@@ -60,5 +61,32 @@ func TestDueHeapPopDueOnlyDue(t *testing.T) {
 	h.schedule(&b, 5) // moved earlier while queued
 	if h.popDue(5) != &b {
 		t.Fatal("moved task not due")
+	}
+}
+
+// TestHeartbeatsBehind: pod work waits only while node work is more than heartbeatLate
+// overdue.
+func TestHeartbeatsBehind(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, c := range []struct {
+		name string
+		due  []time.Duration // node tasks, due relative to now
+		want bool
+	}{
+		{"no node work", nil, false},
+		{"due later", []time.Duration{time.Second}, false},
+		{"due now", []time.Duration{0}, false},
+		{"late within the allowance", []time.Duration{-heartbeatLate / 2}, false},
+		{"late beyond it", []time.Duration{-2 * heartbeatLate, time.Second}, true},
+	} {
+		s := &Simulator{nodeQ: newQueue(1, 1), podQ: newQueue(1, 1)}
+		tasks := make([]task, len(c.due))
+		for i, d := range c.due {
+			tasks[i].index = -1
+			s.nodeQ.heap.schedule(&tasks[i], now.Add(d).UnixNano())
+		}
+		if got := s.heartbeatsBehind(now); got != c.want {
+			t.Errorf("%s: heartbeatsBehind = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -135,8 +135,10 @@ func New(cfg *rest.Config, o Options, log *slog.Logger) (*Simulator, error) {
 	}
 	s := &Simulator{opts: o, log: log, table: t, read: read, write: write,
 		podQ: newQueue(o.QPS, o.Workers),
-		// A renewal per node every interval (500/s for 5,000 nodes at 10 s), with room.
-		nodeQ: newQueue(max(100, 2*float64(o.Nodes)/o.LeaseRenewInterval.Seconds()), max(4, o.Workers/4)),
+		// A renewal per node every interval (500/s for 5,000 nodes at 10 s), with room; as
+		// many requests in flight as the pods get, so that a slow server (a renewal waiting
+		// half a second) still sees every node renew.
+		nodeQ: newQueue(max(100, 2*float64(o.Nodes)/o.LeaseRenewInterval.Seconds()), max(4, o.Workers)),
 		nodes: map[string]*nodeState{}, pods: map[string]*podState{}, shapes: shapes{},
 		rnd: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))}
 	nodeBase, _, _ := parseRange(o.NodeIPRange)
@@ -212,6 +214,21 @@ func (s *Simulator) dispatch(ctx context.Context, q *queue) {
 	for {
 		s.mu.Lock()
 		now := time.Now()
+		if q == s.podQ && s.heartbeatsBehind(now) {
+			// Heartbeats first, as a kubelet's own client for them does not queue behind its
+			// pod updates: while node work is late, no pod work is handed out, so a server
+			// that cannot keep up with both lets pods wait rather than nodes go NotReady
+			// (whose pods the node lifecycle controller would then mark not ready: more
+			// writes for a server already behind).
+			s.mu.Unlock()
+			timer.Reset(heartbeatLateCheck)
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+			continue
+		}
 		t := q.heap.popDue(now.UnixNano())
 		var j job
 		var ok bool
@@ -251,6 +268,20 @@ func (s *Simulator) dispatch(ctx context.Context, q *queue) {
 			}
 		}
 	}
+}
+
+// heartbeatLate is how late a node's Lease renewal or status report may be before pod work
+// waits for it; heartbeatLateCheck how often a waiting pod loop looks again.
+const (
+	heartbeatLate      = time.Second
+	heartbeatLateCheck = 20 * time.Millisecond
+)
+
+// heartbeatsBehind reports whether node work due more than heartbeatLate ago is still
+// waiting for a worker (under s.mu).
+func (s *Simulator) heartbeatsBehind(now time.Time) bool {
+	due, any := s.nodeQ.heap.next()
+	return any && now.UnixNano()-due > int64(heartbeatLate)
 }
 
 // prepare turns a due task into a request (under s.mu); false when there is nothing to
