@@ -78,6 +78,14 @@ Y
     --config "$OUT/kwok/kwok.yaml" >>"$OUT/kwok/kwok.log" 2>&1 &
   SIM=$!
 }
+# requests: the server's answered requests by verb and resource (kube_apiserver_requests_total, watches excepted,
+# summed over codes), one "verb/resource count" per line; proc_cpu: a process's CPU seconds.
+requests() {
+  kubectl --kubeconfig "$K" get --raw /metrics 2>/dev/null | awk '/^kube_apiserver_requests_total\{/ {
+    v=$0; sub(/.*verb="/,"",v); sub(/".*/,"",v); r=$0; sub(/.*resource="/,"",r); sub(/".*/,"",r)
+    if (tolower(v)!="watch") n[tolower(v) "/" r]+=$NF } END {for (k in n) print k, n[k]}' | sort
+}
+proc_cpu() { awk -v t="$(getconf CLK_TCK)" '{print ($14+$15)/t}' "/proc/$1/stat"; }
 stop_sim() { kill "$SIM"; wait "$SIM" 2>/dev/null || true; SIM=""; }
 
 run() { # $1: kube|kwok
@@ -96,11 +104,15 @@ run() { # $1: kube|kwok
   "$OUT/bin/simload" wait -kubeconfig "$K" -n "$PODS" -ns simbench >"$OUT/$1/wait.log" 2>&1 &
   W=$!
   sleep 2
+  requests >"$OUT/$1/requests-before.txt"; CPU0=$(proc_cpu "$SRV")
   if [[ $1 == kube ]]; then start_kube_sim; else start_kwok; fi
   "$OUT/bin/simload" sample -pid "$SIM" -duration 24h -interval 10s >"$OUT/$1/sample-transitions.log" 2>&1 &
   S=$!
   wait $W || true; kill $S 2>/dev/null || true
   tail -1 "$OUT/$1/wait.log" | sed 's/^/  /'
+  requests >"$OUT/$1/requests-after.txt"
+  echo "  server CPU over the transitions: $(echo "$(proc_cpu "$SRV") $CPU0" | awk '{printf "%.1f s", $1-$2}'); requests the server answered meanwhile, watches excepted (verb resource: count):"
+  awk 'NR==FNR{b[$1]=$2; next} {d=$2-b[$1]; if (d>0) print "    " $1 ": " d}' "$OUT/$1/requests-before.txt" "$OUT/$1/requests-after.txt"
   echo "  during the transitions: $(tail -1 "$OUT/$1/sample-transitions.log")"
   echo "  hold $HOLD (load average $(cut -d' ' -f1-3 /proc/loadavg)):"
   "$OUT/bin/simload" sample -pid "$SIM" -duration "$HOLD" -interval 10s >"$OUT/$1/sample-hold.log" 2>&1

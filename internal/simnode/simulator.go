@@ -271,9 +271,11 @@ func (s *Simulator) dispatch(ctx context.Context, q *queue) {
 }
 
 // heartbeatLate is how late a node's Lease renewal or status report may be before pod work
-// waits for it; heartbeatLateCheck how often a waiting pod loop looks again.
+// waits for it; heartbeatLateCheck how often a waiting pod loop looks again. A Lease renewed
+// 5 s late is 15 s old, well inside its 40 s and the node monitor's grace period; an
+// allowance of 1 s stalled pod work in waves whenever the server was briefly behind.
 const (
-	heartbeatLate      = time.Second
+	heartbeatLate      = 5 * time.Second
 	heartbeatLateCheck = 20 * time.Millisecond
 )
 
