@@ -32,7 +32,8 @@ import (
 // itself (applicationDriver.refresh), so status.components says which Component is not
 // ready and why also then. The refresh is incremental: a Component event whose row of the
 // table is the one last written costs nothing, and the others read the informer cache
-// (Options.Cache), not the API. The Components' events may all have come before the engine
+// (Options.Cache), not the API; the events of one spell (appRefreshDelay) make one write
+// and one pass of the Application. The Components' events may all have come before the engine
 // first saw the Application (they are created first and held at once): an Application
 // whose table lacks one of its named members is refreshed when the engine lists its
 // members (applicationDriver.tableMissing), else it would stay without a table until a
@@ -40,7 +41,7 @@ import (
 func registerApplication(e *lifecycle.Engine, o Options) error {
 	d := &applicationDriver{o: o, apps: map[string]map[string]appMembership{},
 		rows: map[types.NamespacedName]map[string]v1alpha1.ApplicationComponentStatus{}, latest: map[types.NamespacedName]*v1alpha1.Component{},
-		refreshing: map[types.NamespacedName]bool{}}
+		refreshing: map[types.NamespacedName]bool{}, due: map[types.NamespacedName]bool{}}
 	return RegisterData(e, o, lifecycle.KindOptions[*v1alpha1.Application]{Kind: "Application", New: func() *v1alpha1.Application { return &v1alpha1.Application{} },
 		Driver: d, MaxConcurrentReconciles: 4, Thrash: busyThrashGuard(),
 		Members: func(app *v1alpha1.Application) []lifecycle.Ref {
@@ -55,7 +56,7 @@ func registerApplication(e *lifecycle.Engine, o Options) error {
 			}
 			return refs
 		},
-		Watches: []lifecycle.Watch{{Object: &v1alpha1.Component{}, Map: d.mapComponent}}})
+		Watches: []lifecycle.Watch{{Object: &v1alpha1.Component{}, Map: d.mapComponent, Delay: appRefreshDelay}}})
 }
 
 // appListed is spec.components ∪ the members recorded in status, sorted.
@@ -90,6 +91,8 @@ type applicationDriver struct {
 	latest map[types.NamespacedName]*v1alpha1.Component
 	// refreshing are the Applications a refreshTable runs for.
 	refreshing map[types.NamespacedName]bool
+	// due are the Applications whose table a member's event asked to write (refresh).
+	due map[types.NamespacedName]bool
 	// writing holds a *sync.Mutex per Application (write).
 	writing sync.Map
 }
@@ -198,23 +201,44 @@ func (d *applicationDriver) mapComponent(ctx context.Context, obj client.Object)
 	}
 	d.mu.Unlock()
 	for _, n := range out {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		if err := d.refresh(ctx, n, c); err != nil {
-			d.o.Log.Debug("application refresh", "application", n.String(), "err", err)
-		}
-		cancel()
+		d.refresh(ctx, n, c)
 	}
 	return out
 }
 
+// appRefreshDelay is how long after a member's event an Application's table is written
+// (and its pass runs: the Watch's Delay): the events of members that change one after
+// another in that spell make one status write, not one each.
+const appRefreshDelay = 500 * time.Millisecond
+
 // refresh labels the members and writes the table of a held Application (status patch of
-// status.ready and status.components only) after an event of its member c: nothing when
-// c's row is the one last computed and c has the Application's labels.
-func (d *applicationDriver) refresh(ctx context.Context, n types.NamespacedName, c *v1alpha1.Component) error {
+// status.ready and status.components only) appRefreshDelay after an event of its member c:
+// nothing when c's row is the one last computed and c has the Application's labels. The
+// write reads the members then, so one write covers every event of the spell.
+func (d *applicationDriver) refresh(ctx context.Context, n types.NamespacedName, c *v1alpha1.Component) {
 	if d.unchanged(n, componentRow(member{name: c.Name, comp: c})) && c.Labels[labelApplicationKey] == n.Name && c.Labels[labelPartOf] == n.Name {
-		return nil
+		return
 	}
-	return d.write(ctx, n, d.o.cached())
+	d.mu.Lock()
+	due := d.due[n]
+	d.due[n] = true
+	d.mu.Unlock()
+	if due {
+		return // a write is due already
+	}
+	time.AfterFunc(appRefreshDelay, func() {
+		d.mu.Lock()
+		delete(d.due, n) // an event from now on makes another write
+		d.mu.Unlock()
+		if ctx.Err() != nil {
+			return // the engine stopped
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := d.write(wctx, n, d.o.cached()); err != nil {
+			d.o.Log.Debug("application refresh", "application", n.String(), "err", err)
+		}
+	})
 }
 
 // write labels the members of the Application n and writes its table when it differs from

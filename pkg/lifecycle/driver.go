@@ -125,6 +125,10 @@ type Watch struct {
 	Object client.Object
 	// Map returns the objects (namespace, name) of the kind that obj concerns.
 	Map func(ctx context.Context, obj client.Object) []types.NamespacedName
+	// Delay, when set, reconciles the mapped objects this long after the event instead of at
+	// once, so that the events of one spell (an Application's Components becoming ready one
+	// after another) make one pass, not one each.
+	Delay time.Duration
 }
 
 // Complete fills in the defaults. rand feeds the retry jitter (nil: no jitter).

@@ -10,11 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -49,14 +51,7 @@ func setupKind[O Object](e *Engine, k *kindEntry, mgr manager.Manager, o KindOpt
 		b = b.Owns(owned)
 	}
 	for _, w := range o.Watches {
-		b = b.Watches(w.Object, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-			names := w.Map(ctx, obj)
-			out := make([]reconcile.Request, len(names))
-			for i, n := range names {
-				out[i] = reconcile.Request{NamespacedName: n}
-			}
-			return out
-		}))
+		b = b.Watches(w.Object, mapHandler(w))
 	}
 	if err := b.Complete(r); err != nil {
 		return err
@@ -67,6 +62,47 @@ func setupKind[O Object](e *Engine, k *kindEntry, mgr manager.Manager, o KindOpt
 		k.running.Store(false)
 		return nil
 	}))
+}
+
+// mapHandler enqueues what w.Map returns for each event of w's objects: at once, or after
+// w.Delay (the queue keeps one entry per object, so the events of that spell coalesce).
+func mapHandler(w Watch) handler.EventHandler {
+	if w.Delay <= 0 {
+		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			return requestsFor(w.Map(ctx, obj))
+		})
+	}
+	add := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if obj == nil {
+			return
+		}
+		for _, r := range requestsFor(w.Map(ctx, obj)) {
+			q.AddAfter(r, w.Delay)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, ev eventCreate, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, ev.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, ev eventUpdate, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, ev.ObjectOld, q) // as EnqueueRequestsFromMapFunc: the old object's too
+			add(ctx, ev.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, ev eventDelete, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, ev.Object, q)
+		},
+		GenericFunc: func(ctx context.Context, ev event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, ev.Object, q)
+		},
+	}
+}
+
+func requestsFor(names []types.NamespacedName) []reconcile.Request {
+	out := make([]reconcile.Request, len(names))
+	for i, n := range names {
+		out[i] = reconcile.Request{NamespacedName: n}
+	}
+	return out
 }
 
 // trackEvents feeds the graph and phases from the controller's own informer (no separate
