@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,10 +29,10 @@ import (
 
 	"kubeos.dev/kube/internal/agent"
 	"kubeos.dev/kube/internal/agent/images"
-	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
 	"kubeos.dev/kube/internal/server/servertest/slot"
+	"kubeos.dev/kube/test/netharness"
 )
 
 const busyboxImage = "kube.local/busybox:1"
@@ -117,7 +116,7 @@ func run(m *testing.M) int {
 	// Whatever a test left goes once the server (and its agent) stopped.
 	defer func() {
 		srv.Stop()
-		removeSandboxes(agentDir)
+		netharness.RemoveSandboxes(agentDir, "")
 		unmountUnder(dir)
 		if err := servertest.RemoveAgentCgroupRoot(); err != nil {
 			fmt.Fprintln(os.Stderr, "cgroups left:", err)
@@ -149,39 +148,6 @@ func writeBusybox(path string) error {
 		}
 	}
 	return images.WriteOCIFile(path, busyboxImage, "amd64", images.Config{Env: []string{"PATH=/bin"}, Cmd: []string{"sh"}}, files)
-}
-
-// removeSandboxes stops and removes every sandbox (and so every container) of the agent
-// whose data directory is dataDir, through its containerd — the running one, or one
-// started here from the agent's configuration when it is not running (the agent stopped
-// it). Called once no agent runs there, so nothing makes new sandboxes meanwhile.
-func removeSandboxes(dataDir string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	layout := agentruntime.Layout{Dir: filepath.Join(dataDir, "containerd")}
-	if agentruntime.Ping(ctx, layout.Endpoint()) != nil {
-		if _, err := os.Stat(layout.ConfigFile()); err != nil {
-			return
-		}
-		cmd := exec.Command("containerd", "--config", layout.ConfigFile())
-		cmd.Env = append(os.Environ(), "HTTP_PROXY=http://127.0.0.1:9", "HTTPS_PROXY=http://127.0.0.1:9")
-		if err := cmd.Start(); err != nil {
-			return
-		}
-		defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
-		if agentruntime.WaitReady(ctx, layout.Endpoint(), 30*time.Second) != nil {
-			return
-		}
-	}
-	cri, err := agentruntime.Connect(ctx, layout.Endpoint())
-	if err != nil {
-		return
-	}
-	sbs, _ := cri.Runtime.ListPodSandbox(ctx, nil)
-	for _, sb := range sbs {
-		_ = cri.Runtime.StopPodSandbox(ctx, sb.Id)
-		_ = cri.Runtime.RemovePodSandbox(ctx, sb.Id)
-	}
 }
 
 // unmountUnder lazily unmounts whatever is still mounted below root.

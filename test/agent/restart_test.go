@@ -22,6 +22,7 @@ import (
 	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 	"kubeos.dev/kube/internal/server/servertest"
 	"kubeos.dev/kube/internal/server/servertest/slot"
+	"kubeos.dev/kube/test/netharness"
 )
 
 // nodeKubeconfig writes a kubeconfig of system:node:<node> for the test server.
@@ -90,7 +91,7 @@ func startAgentProcessWith(t *testing.T, node, cidr, br string, auth []string, e
 		if a.cmd != nil && a.cmd.Process != nil {
 			a.kill9()
 		}
-		removeSandboxes(filepath.Join(data, "d"))
+		netharness.RemoveSandboxes(filepath.Join(data, "d"), "")
 		if b, err := os.ReadFile(agentruntime.Layout{Dir: filepath.Join(data, "d", "containerd")}.PidFile()); err == nil {
 			if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 {
 				_ = syscall.Kill(pid, syscall.SIGKILL)

@@ -24,7 +24,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,7 +38,6 @@ import (
 
 	"kubeos.dev/kube/internal/agent"
 	"kubeos.dev/kube/internal/agent/images"
-	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 	"kubeos.dev/kube/internal/dataservices/servers"
 	"kubeos.dev/kube/internal/dataservices/servers/testservers"
 	"kubeos.dev/kube/internal/rbac"
@@ -47,6 +45,7 @@ import (
 	"kubeos.dev/kube/internal/server/servertest"
 	"kubeos.dev/kube/internal/server/servertest/slot"
 	"kubeos.dev/kube/pkg/apis/kubeos/v1alpha1"
+	"kubeos.dev/kube/test/netharness"
 )
 
 // The two tags of the same busybox image (the version the page says comes from the
@@ -174,7 +173,7 @@ func run(m *testing.M) (code int) {
 	}
 	defer func() {
 		srv.Stop()
-		removeSandboxes(agentDir)
+		netharness.RemoveSandboxes(agentDir, "")
 		unmountUnder(dir)
 	}()
 	httpAddr = fmt.Sprintf("127.0.0.1:%d", hp)
@@ -301,37 +300,6 @@ func writeBusybox(path, ref string) error {
 		return err
 	}
 	return images.WriteOCIFile(path, ref, "amd64", images.Config{Env: []string{"PATH=/bin"}, Cmd: []string{"sh"}}, files)
-}
-
-// removeSandboxes stops and removes every sandbox of the agent whose data directory is
-// dataDir, through its containerd (started here from its configuration when it stopped).
-func removeSandboxes(dataDir string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	layout := agentruntime.Layout{Dir: filepath.Join(dataDir, "containerd")}
-	if agentruntime.Ping(ctx, layout.Endpoint()) != nil {
-		if _, err := os.Stat(layout.ConfigFile()); err != nil {
-			return
-		}
-		cmd := exec.Command("containerd", "--config", layout.ConfigFile())
-		cmd.Env = append(os.Environ(), "HTTP_PROXY=http://127.0.0.1:9", "HTTPS_PROXY=http://127.0.0.1:9")
-		if err := cmd.Start(); err != nil {
-			return
-		}
-		defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
-		if agentruntime.WaitReady(ctx, layout.Endpoint(), 30*time.Second) != nil {
-			return
-		}
-	}
-	cri, err := agentruntime.Connect(ctx, layout.Endpoint())
-	if err != nil {
-		return
-	}
-	sbs, _ := cri.Runtime.ListPodSandbox(ctx, nil)
-	for _, sb := range sbs {
-		_ = cri.Runtime.StopPodSandbox(ctx, sb.Id)
-		_ = cri.Runtime.RemovePodSandbox(ctx, sb.Id)
-	}
 }
 
 // unmountUnder lazily unmounts whatever is still mounted below root.

@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,12 +29,12 @@ import (
 
 	"kubeos.dev/kube/internal/agent"
 	"kubeos.dev/kube/internal/agent/images"
-	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 	"kubeos.dev/kube/internal/rbac"
 	"kubeos.dev/kube/internal/server"
 	"kubeos.dev/kube/internal/server/servertest"
 	"kubeos.dev/kube/internal/server/servertest/slot"
 	kubeosclient "kubeos.dev/kube/pkg/client/clientset/versioned"
+	"kubeos.dev/kube/test/netharness"
 )
 
 var (
@@ -126,7 +125,7 @@ func run(m *testing.M) int {
 	// Whatever the pods left goes once the server (and its agent) stopped, pass or fail.
 	defer func() {
 		srv.Stop()
-		removeSandboxes(filepath.Join(dir, "agent"))
+		netharness.RemoveSandboxes(filepath.Join(dir, "agent"), "")
 		unmountUnder(dir)
 	}()
 	httpAddr, httpsAddr = fmt.Sprintf("127.0.0.1:%d", hp), fmt.Sprintf("127.0.0.1:%d", sp)
@@ -208,38 +207,6 @@ func writeBusybox(path string) error {
 		}
 	}
 	return images.WriteOCIFile(path, busyboxImage, "amd64", images.Config{Env: []string{"PATH=/bin"}, Cmd: []string{"sh"}}, files)
-}
-
-// removeSandboxes stops and removes every sandbox of the agent whose data directory is
-// dataDir, through its containerd (started here from the agent's configuration when the
-// agent stopped it).
-func removeSandboxes(dataDir string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	layout := agentruntime.Layout{Dir: filepath.Join(dataDir, "containerd")}
-	if agentruntime.Ping(ctx, layout.Endpoint()) != nil {
-		if _, err := os.Stat(layout.ConfigFile()); err != nil {
-			return
-		}
-		cmd := exec.Command("containerd", "--config", layout.ConfigFile())
-		cmd.Env = append(os.Environ(), "HTTP_PROXY=http://127.0.0.1:9", "HTTPS_PROXY=http://127.0.0.1:9")
-		if err := cmd.Start(); err != nil {
-			return
-		}
-		defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
-		if agentruntime.WaitReady(ctx, layout.Endpoint(), 30*time.Second) != nil {
-			return
-		}
-	}
-	cri, err := agentruntime.Connect(ctx, layout.Endpoint())
-	if err != nil {
-		return
-	}
-	sbs, _ := cri.Runtime.ListPodSandbox(ctx, nil)
-	for _, sb := range sbs {
-		_ = cri.Runtime.StopPodSandbox(ctx, sb.Id)
-		_ = cri.Runtime.RemovePodSandbox(ctx, sb.Id)
-	}
 }
 
 // unmountUnder lazily unmounts whatever is still mounted below root.

@@ -12,11 +12,15 @@ import (
 	agentruntime "kubeos.dev/kube/internal/agent/runtime"
 )
 
-// removeSandboxes stops and removes every sandbox of the agent whose data directory is
-// dataDir through its containerd: the running one, or one started here (in network
-// namespace netns, "" for the host's) from the agent's configuration when the agent stopped
-// it. Called once no agent runs there.
-func removeSandboxes(dataDir, netns string) {
+// RemoveSandboxes stops and removes every sandbox (and so every container) of the agent
+// whose data directory is dataDir through its containerd: the running one, or one started
+// here (in network namespace netns, "" for the host's) from the agent's configuration when
+// the agent stopped it; then it kills any shim left serving that containerd. Called once no
+// agent runs there, so nothing makes new sandboxes meanwhile (test/agent, test/gateway,
+// test/application and test/lifecycle use it too).
+func RemoveSandboxes(dataDir, netns string) {
+	// Last: a shim containerd lost track of would outlive the test.
+	defer agentruntime.KillShims(dataDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	layout := agentruntime.Layout{Dir: filepath.Join(dataDir, "containerd")}

@@ -221,7 +221,7 @@ func (c *Cluster) stop() {
 	}
 	if c.Server != nil {
 		_ = c.Server.Stop()
-		removeSandboxes(filepath.Join(c.Dir, "agent-a"), "")
+		RemoveSandboxes(filepath.Join(c.Dir, "agent-a"), "")
 	}
 	unmountUnder(c.Dir)
 	if err := servertest.RemoveAgentCgroupRoot(); err != nil {

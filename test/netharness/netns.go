@@ -216,7 +216,7 @@ func (c *Cluster) StartAgentB() error { return c.agentB.start() }
 
 func (c *Cluster) stopNodeB() {
 	c.agentB.kill9()
-	removeSandboxes(c.agentB.dataDir, c.B.Netns)
+	RemoveSandboxes(c.agentB.dataDir, c.B.Netns)
 	if b, err := os.ReadFile(agentruntime.Layout{Dir: filepath.Join(c.agentB.dataDir, "containerd")}.PidFile()); err == nil {
 		if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
