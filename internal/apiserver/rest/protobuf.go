@@ -27,26 +27,35 @@ var protoMagic = []byte{'k', '8', 's', 0}
 type protoMarshaler interface{ Marshal() ([]byte, error) }
 
 // protoMemo remembers the protobuf encoding of objects by identity and resourceVersion, so
-// that objects listed again and again from the watch cache are converted once. It is bounded:
-// when full it starts afresh.
+// that objects listed again and again from the watch cache are converted once. One name at
+// one resourceVersion is one content. It is bounded: when full it starts afresh.
 type protoMemo struct {
 	mu  sync.Mutex
-	m   map[string][]byte
+	m   map[memoKey][]byte
 	max int
 }
 
-func (pm *protoMemo) get(k string) ([]byte, bool) {
+// memoKey names one encoding: of the object at namespace/name and resourceVersion, as the
+// kind's full message or its PartialObjectMetadata. A struct, so that a lookup builds no
+// string (500 of them per list of 500).
+type memoKey struct {
+	kind                *registry.Kind
+	partial             bool
+	namespace, name, rv string
+}
+
+func (pm *protoMemo) get(k memoKey) ([]byte, bool) {
 	pm.mu.Lock()
-	defer pm.mu.Unlock()
 	b, ok := pm.m[k]
+	pm.mu.Unlock()
 	return b, ok
 }
 
-func (pm *protoMemo) put(k string, b []byte) {
+func (pm *protoMemo) put(k memoKey, b []byte) {
 	pm.mu.Lock()
 	defer pm.mu.Unlock()
 	if pm.m == nil || len(pm.m) >= pm.max {
-		pm.m = make(map[string][]byte, 1024)
+		pm.m = make(map[memoKey][]byte, 1024)
 	}
 	pm.m[k] = b
 }
@@ -56,26 +65,31 @@ var objectProtos = &protoMemo{max: 50000}
 // protoObject is the protobuf message of one built-in object (without the envelope),
 // remembered in objectProtos when memo is set.
 func protoObject(kind *registry.Kind, obj *unstructured.Unstructured, memo bool) ([]byte, error) {
-	rv := obj.GetResourceVersion()
-	memoKey := ""
-	if rv != "" && memo {
-		memoKey = protoMemoKey(kind, obj, rv)
-		if b, ok := objectProtos.get(memoKey); ok {
-			return b, nil
-		}
+	k, ok := objectMemoKey(kind, obj, false)
+	if !ok || !memo {
+		return protoMessage(kind, obj)
+	}
+	if b, ok := objectProtos.get(k); ok {
+		return b, nil
 	}
 	b, err := protoMessage(kind, obj)
 	if err != nil {
 		return nil, err
 	}
-	if memoKey != "" {
-		objectProtos.put(memoKey, b)
-	}
+	objectProtos.put(k, b)
 	return b, nil
 }
 
-func protoMemoKey(kind *registry.Kind, obj *unstructured.Unstructured, rv string) string {
-	return kind.APIVersion() + "/" + kind.Kind + "/" + obj.GetNamespace() + "/" + obj.GetName() + "/" + rv
+// objectMemoKey is obj's key in objectProtos; false for an object without resourceVersion.
+func objectMemoKey(kind *registry.Kind, obj *unstructured.Unstructured, partial bool) (memoKey, bool) {
+	md, _ := obj.Object["metadata"].(map[string]any)
+	rv, _ := md["resourceVersion"].(string)
+	if rv == "" {
+		return memoKey{}, false
+	}
+	ns, _ := md["namespace"].(string)
+	name, _ := md["name"].(string)
+	return memoKey{kind: kind, partial: partial, namespace: ns, name: name, rv: rv}, true
 }
 
 // memoProto says whether the protobuf encodings of this call's objects are remembered: not
@@ -119,8 +133,8 @@ func (c *call) validatedProto(obj *unstructured.Unstructured) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rv := obj.GetResourceVersion(); rv != "" && c.memoProto() {
-		objectProtos.put(protoMemoKey(c.kind, obj, rv), b)
+	if k, ok := objectMemoKey(c.kind, obj, false); ok && c.memoProto() {
+		objectProtos.put(k, b)
 	}
 	return b, nil
 }
@@ -162,39 +176,79 @@ func (c *call) writeProto(code int, obj *unstructured.Unstructured) {
 // writeProtoList writes a list as protobuf, the items' memoised encodings spliced in.
 func (c *call) writeProtoList(lm metav1.ListMeta, items []*unstructured.Unstructured) {
 	memo := c.memoProto()
-	buf, err := protoListBody(lm, items, func(it *unstructured.Unstructured) ([]byte, error) { return protoObject(c.kind, it, memo) })
+	err := streamProtoList(c.w, c.kind.APIVersion(), c.kind.ListKind, lm, items, func(it *unstructured.Unstructured) ([]byte, error) { return protoObject(c.kind, it, memo) })
 	if err != nil {
 		c.h.log.Error("protobuf encoding failed; answering JSON", "err", err)
 		c.writeList(lm, items)
-		return
 	}
-	body, err := envelope(c.kind.APIVersion(), c.kind.ListKind, buf)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	writeBody(c.w, http.StatusOK, protobufType, body)
 }
 
-// protoListBody is a list message as every Kubernetes list message is laid out: ListMeta in
-// field 1, then each item's encoding in field 2.
-func protoListBody(lm metav1.ListMeta, items []*unstructured.Unstructured, item func(*unstructured.Unstructured) ([]byte, error)) ([]byte, error) {
+// streamProtoList writes the enveloped list message of items without building it whole:
+// every item is encoded (or found in a memo) first, so that the lengths are known, then the
+// envelope, ListMeta and the items go out through one pooled buffer. The bytes are exactly
+// those of envelope(apiVersion, kind, <the list message>). An error comes before anything is written.
+func streamProtoList(w http.ResponseWriter, apiVersion, kind string, lm metav1.ListMeta, items []*unstructured.Unstructured, item func(*unstructured.Unstructured) ([]byte, error)) error {
 	meta, err := lm.Marshal()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	buf := protowire.AppendTag(nil, 1, protowire.BytesType)
-	buf = protowire.AppendBytes(buf, meta)
-	for _, it := range items {
-		raw, err := item(it)
-		if err != nil {
-			return nil, err
+	raws := make([][]byte, len(items))
+	size := protowire.SizeTag(1) + protowire.SizeBytes(len(meta))
+	for i, it := range items {
+		if raws[i], err = item(it); err != nil {
+			return err
 		}
-		buf = protowire.AppendTag(buf, 2, protowire.BytesType)
-		buf = protowire.AppendBytes(buf, raw)
+		size += protowire.SizeTag(2) + protowire.SizeBytes(len(raws[i]))
 	}
-	return buf, nil
+	tm, err := (&runtime.TypeMeta{APIVersion: apiVersion, Kind: kind}).Marshal()
+	if err != nil {
+		return err
+	}
+	bp := listBuffers.Get().(*[]byte)
+	defer listBuffers.Put(bp)
+	buf := append((*bp)[:0], protoMagic...)
+	buf = protowire.AppendTag(buf, 1, protowire.BytesType)
+	buf = protowire.AppendBytes(buf, tm)
+	buf = protowire.AppendTag(buf, 2, protowire.BytesType)
+	buf = protowire.AppendVarint(buf, uint64(size))
+	total := len(buf) + size + len(unknownTrailer)
+	h := w.Header()
+	h.Set("Content-Type", protobufType)
+	h.Set("Content-Length", strconv.Itoa(total))
+	w.WriteHeader(http.StatusOK)
+	buf = protowire.AppendTag(buf, 1, protowire.BytesType)
+	buf = protowire.AppendBytes(buf, meta)
+	for _, raw := range raws {
+		buf = protowire.AppendTag(buf, 2, protowire.BytesType)
+		buf = protowire.AppendVarint(buf, uint64(len(raw)))
+		if len(buf)+len(raw) > listChunk {
+			if _, err := w.Write(buf); err != nil {
+				return nil // the client went away; nothing more to answer
+			}
+			buf = buf[:0]
+			if len(raw) > listChunk {
+				if _, err := w.Write(raw); err != nil {
+					return nil
+				}
+				continue
+			}
+		}
+		buf = append(buf, raw...)
+	}
+	buf = append(buf, unknownTrailer...)
+	w.Write(buf)
+	*bp = buf[:0]
+	return nil
 }
+
+// listChunk is how much of a streamed list is written at once.
+const listChunk = 32 << 10
+
+var listBuffers = sync.Pool{New: func() any { b := make([]byte, 0, listChunk+4<<10); return &b }}
+
+// unknownTrailer is what runtime.Unknown's encoding ends with after its Raw field: the
+// empty ContentEncoding and ContentType (fields 3 and 4), which gogo's encoding always writes.
+var unknownTrailer = []byte{3<<3 | 2, 0, 4<<3 | 2, 0}
 
 func writeBody(w http.ResponseWriter, code int, contentType string, body []byte) {
 	h := w.Header()
@@ -261,11 +315,10 @@ const partialAPIVersion = "meta.k8s.io/v1"
 // protoPartial is the PartialObjectMetadata message of obj (without the envelope),
 // remembered in objectProtos when memo is set.
 func protoPartial(kind *registry.Kind, obj *unstructured.Unstructured, memo bool) ([]byte, error) {
-	rv := obj.GetResourceVersion()
-	memoKey := ""
-	if rv != "" && memo {
-		memoKey = "partial/" + kind.Group + "/" + kind.Resource + "/" + obj.GetNamespace() + "/" + obj.GetName() + "/" + rv
-		if b, ok := objectProtos.get(memoKey); ok {
+	k, ok := objectMemoKey(kind, obj, true)
+	memo = memo && ok
+	if memo {
+		if b, ok := objectProtos.get(k); ok {
 			return b, nil
 		}
 	}
@@ -279,8 +332,8 @@ func protoPartial(kind *registry.Kind, obj *unstructured.Unstructured, memo bool
 	if err != nil {
 		return nil, err
 	}
-	if memoKey != "" {
-		objectProtos.put(memoKey, b)
+	if memo {
+		objectProtos.put(k, b)
 	}
 	return b, nil
 }
@@ -302,17 +355,9 @@ func (c *call) writePartialProto(code int, obj *unstructured.Unstructured) {
 // writePartialProtoList writes a PartialObjectMetadataList as protobuf.
 func (c *call) writePartialProtoList(lm metav1.ListMeta, items []*unstructured.Unstructured) {
 	memo := c.memoProto()
-	buf, err := protoListBody(lm, items, func(it *unstructured.Unstructured) ([]byte, error) { return protoPartial(c.kind, it, memo) })
-	if err != nil {
+	if err := streamProtoList(c.w, partialAPIVersion, "PartialObjectMetadataList", lm, items, func(it *unstructured.Unstructured) ([]byte, error) { return protoPartial(c.kind, it, memo) }); err != nil {
 		c.fail(err)
-		return
 	}
-	body, err := envelope(partialAPIVersion, "PartialObjectMetadataList", buf)
-	if err != nil {
-		c.fail(err)
-		return
-	}
-	writeBody(c.w, http.StatusOK, protobufType, body)
 }
 
 // encodePartialProtoEvent is encodeProtoEvent for metadata-only watches: the event's
