@@ -264,6 +264,16 @@ type ContextStrategy interface {
 	ValidateUpdateContext(ctx context.Context, obj, old *unstructured.Unstructured, subresource string) error
 }
 
+// TypedValidator is implemented by strategies that validate an object by decoding it into
+// its typed form of obj's version: ValidateTyped and ValidateUpdateTyped find what Validate
+// and ValidateUpdate find, and return that typed object too (nil when obj could not be
+// decoded), which the handler encodes its protobuf answer from instead of converting the
+// content again (Validated.Versioned). The typed object is read-only.
+type TypedValidator interface {
+	ValidateTyped(obj *unstructured.Unstructured) (runtime.Object, field.ErrorList)
+	ValidateUpdateTyped(obj, old *unstructured.Unstructured) (runtime.Object, field.ErrorList)
+}
+
 // TypedPreparer is implemented by strategies whose PrepareForCreate and PrepareForUpdate
 // convert the object to its typed form (to default it): the Typed variants do the same and
 // return the typed object of obj's version that they made obj.Object from, or nil when they

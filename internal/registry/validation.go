@@ -504,22 +504,34 @@ func (s *typedStrategy[T]) PrepareForUpdate(obj, old *unstructured.Unstructured)
 }
 
 func (s *typedStrategy[T]) Validate(obj *unstructured.Unstructured) field.ErrorList {
+	_, errs := s.ValidateTyped(obj)
+	return errs
+}
+
+func (s *typedStrategy[T]) ValidateUpdate(obj, old *unstructured.Unstructured) field.ErrorList {
+	_, errs := s.ValidateUpdateTyped(obj, old)
+	return errs
+}
+
+var _ TypedValidator = (*typedStrategy[runtime.Object])(nil)
+
+func (s *typedStrategy[T]) ValidateTyped(obj *unstructured.Unstructured) (runtime.Object, field.ErrorList) {
 	typed := s.newObj()
 	if errs := decode(obj, typed); len(errs) > 0 {
-		return errs
+		return nil, errs
 	}
 	// decode checked the types of the whole object, metadata included.
 	errs := apivalidation.ValidateObjectMetaAccessor(obj, s.namespaced, s.name, field.NewPath("metadata"))
 	if s.validate != nil {
 		errs = append(errs, s.validate(typed)...)
 	}
-	return errs
+	return typed, errs
 }
 
-func (s *typedStrategy[T]) ValidateUpdate(obj, old *unstructured.Unstructured) field.ErrorList {
+func (s *typedStrategy[T]) ValidateUpdateTyped(obj, old *unstructured.Unstructured) (runtime.Object, field.ErrorList) {
 	typed := s.newObj()
 	if errs := decode(obj, typed); len(errs) > 0 {
-		return errs
+		return nil, errs
 	}
 	errs := validateObjectMetaUpdate(obj, old, s.namespaced, s.name, field.NewPath("metadata"))
 	if s.validate != nil {
@@ -531,7 +543,7 @@ func (s *typedStrategy[T]) ValidateUpdate(obj, old *unstructured.Unstructured) f
 			errs = append(errs, s.validateUpdate(typed, typedOld)...)
 		}
 	}
-	return errs
+	return typed, errs
 }
 
 // Name rules of the built-in kinds.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -80,6 +81,45 @@ func TestProtobufAnswers(t *testing.T) {
 	got, err := cms.Get(ctx, created.Name, metav1.GetOptions{})
 	if err != nil || got.Data["k"] != "w" {
 		t.Fatalf("get: %v %+v", err, got)
+	}
+	// The answers of writes are encoded from the typed object validation decoded (not from
+	// the stored content): they must be the stored object whole, as a JSON client reads it.
+	jcs, err := kubernetes.NewForConfig(adminConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameAsStored := func(what string, answer, stored any) {
+		t.Helper()
+		if !apiequality.Semantic.DeepEqual(answer, stored) {
+			t.Errorf("%s answered\n%+v\nbut JSON reads\n%+v", what, answer, stored)
+		}
+	}
+	if j, err := jcs.CoreV1().ConfigMaps("proto").Get(ctx, updated.Name, metav1.GetOptions{}); err != nil || len(j.ManagedFields) == 0 || j.UID == "" {
+		t.Fatalf("JSON get: %v %+v", err, j)
+	} else {
+		sameAsStored("configmap update", updated, j)
+	}
+	sec, err := cs.CoreV1().Secrets("proto").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, StringData: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := jcs.CoreV1().Secrets("proto").Get(ctx, "s", metav1.GetOptions{}); err != nil || string(j.Data["k"]) != "v" {
+		t.Fatalf("JSON get: %v %+v", err, j)
+	} else {
+		sameAsStored("secret create", sec, j)
+	}
+	sa, err := cs.CoreV1().ServiceAccounts("proto").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sa", Annotations: map[string]string{"x": "y"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa.Labels = map[string]string{"l": "m"}
+	if sa, err = cs.CoreV1().ServiceAccounts("proto").Update(ctx, sa, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := jcs.CoreV1().ServiceAccounts("proto").Get(ctx, "sa", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else {
+		sameAsStored("serviceaccount update", sa, j)
 	}
 	// Status errors stay JSON metav1.Status, which client-go decodes either way.
 	if _, err := cms.Create(ctx, created, metav1.CreateOptions{}); err == nil {

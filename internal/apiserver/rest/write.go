@@ -278,20 +278,29 @@ func (c *call) validate(obj, old *unstructured.Unstructured) error {
 		return cs.ValidateUpdateContext(ctx, obj, old, c.info.Subresource)
 	}
 	var errs field.ErrorList
-	if old == nil {
+	var typed runtime.Object
+	tv, _ := st.(registry.TypedValidator)
+	switch sv, _ := st.(registry.StatusValidator); {
+	case old == nil && tv != nil:
+		typed, errs = tv.ValidateTyped(obj)
+	case old == nil:
 		errs = st.Validate(obj)
-	} else {
-		if sv, ok := st.(registry.StatusValidator); ok && c.info.Subresource == "status" {
-			errs = sv.ValidateStatusUpdate(obj, old)
-		} else {
-			errs = st.ValidateUpdate(obj, old)
-		}
-		if old.GetDeletionTimestamp() != nil {
-			errs = append(errs, noNewFinalizers(obj, old)...)
-		}
+	case sv != nil && c.info.Subresource == "status":
+		errs = sv.ValidateStatusUpdate(obj, old)
+	case tv != nil:
+		typed, errs = tv.ValidateUpdateTyped(obj, old)
+	default:
+		errs = st.ValidateUpdate(obj, old)
+	}
+	if old != nil && old.GetDeletionTimestamp() != nil {
+		errs = append(errs, noNewFinalizers(obj, old)...)
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(c.kind.GVK().GroupKind(), obj.GetName(), errs)
+	}
+	c.validated = nil
+	if typed != nil {
+		c.validated = &registry.Validated{Content: obj.Object, Versioned: typed}
 	}
 	return nil
 }
@@ -390,6 +399,7 @@ func (c *call) createObject(obj *unstructured.Unstructured, o writeOptions) (cre
 		}
 		if err != nil && generated && attempt < 4 && errors.Is(err, storage.ErrAlreadyExists) {
 			stored.SetName(stored.GetGenerateName() + utilrand.String(5))
+			c.validated = nil // the typed forms carry the name tried first
 			continue
 		}
 		if err != nil {
