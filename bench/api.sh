@@ -4,12 +4,13 @@
 #   2. configmap create / get / list(500) / update at 8 and 64 clients: Kube's store alone on an
 #      embedded etcd, Kube's API, and kube-apiserver v1.37.2 on its own etcd.
 # Needs the peers built: ../shared/peers/build.sh $PEERS and build-kube-apiserver.sh $PEERS.
-# Usage: bench/api.sh [PEERS_DIR]   (default /work/peers-bin). Env: N (ops per phase, 2000),
-# LISTS (list ops per phase, 200), CLIENTS (8,64).
+# Usage: bench/api.sh [PEERS_DIR]   (default /work/peers-bin). Env: N (ops per phase, 6000),
+# LISTS (list ops per phase, 600), CLIENTS (8,64). Beside each rate: the server's CPU per
+# operation (Kube's one process with its embedded etcd; kube-apiserver plus its etcd).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEERS=${1:-/work/peers-bin}
-N=${N:-2000}; LISTS=${LISTS:-200}; CLIENTS=${CLIENTS:-8,64}
+N=${N:-6000}; LISTS=${LISTS:-600}; CLIENTS=${CLIENTS:-8,64}
 OUT=$(mktemp -d /tmp/kube-apibench.XXXXXX)
 # Built, then copied as an install would: a binary the linker has just written maps 5–10 MB more
 # of its file at start than the same bytes read from disk or copied (bench/README.md, API server).
@@ -37,8 +38,9 @@ echo "== requests" >&2
 kube_pid=$!
 trap 'kill $kube_pid 2>/dev/null; ../shared/peers/run-kube-apiserver.sh stop >/dev/null 2>&1 || true' EXIT
 for _ in $(seq 100); do curl -sk -o /dev/null -w '%{http_code}' https://127.0.0.1:$KPORT/readyz | grep -q 200 && break; sleep 0.1; done
-"$OUT/apibench" -kubeconfig "$OUT/kd/kubeconfig" -name kube -clients "$CLIENTS" -n "$N" -lists "$LISTS" >> "$results"
-"$OUT/apibench" -kubeconfig "$OUT/kapi.kubeconfig" -name kube-apiserver -clients "$CLIENTS" -n "$N" -lists "$LISTS" >> "$results"
+"$OUT/apibench" -kubeconfig "$OUT/kd/kubeconfig" -name kube -clients "$CLIENTS" -n "$N" -lists "$LISTS" -pids $kube_pid >> "$results"
+kapi_pids=$(awk '$1=="kube-apiserver"||$1=="etcd"{printf "%s%s", sep, $2; sep=","}' "$OUT/kapi/pids")
+"$OUT/apibench" -kubeconfig "$OUT/kapi.kubeconfig" -name kube-apiserver -clients "$CLIENTS" -n "$N" -lists "$LISTS" -pids "$kapi_pids" >> "$results"
 
 python3 - "$results" <<'PY'
 import json, sys
@@ -48,11 +50,11 @@ for r in rows:
     if "ready_s" in r:
         print(f"| {r['target']} | {r['ready_s']:.2f} | {r['idle_rss_mb']:.0f} |")
 reqs = {(r["target"], r["op"], r["clients"]): r for r in rows if "op" in r}
-print("\n| op | clients | store/s | kube/s (p99 ms) | kube-apiserver/s (p99 ms) | API cost vs store | kube ÷ kube-apiserver |")
-print("| --- | --- | --- | --- | --- | --- | --- |")
+print("\n| op | clients | store/s | kube/s (p99 ms) | kube-apiserver/s (p99 ms) | API cost vs store | kube ÷ kube-apiserver | server CPU ms/op kube / kube-apiserver (ratio) |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 for (t, op, c), r in sorted(reqs.items(), key=lambda x: (x[0][2], x[0][1])):
     if t != "kube": continue
     s, k = reqs.get(("store", op, c)), reqs.get(("kube-apiserver", op, c))
-    print(f"| {op} | {c} | {s['rate']:.0f} | {r['rate']:.0f} ({r['p99_ms']:.1f}) | {k['rate']:.0f} ({k['p99_ms']:.1f}) | {s['rate']/r['rate']:.2f}× | {r['rate']/k['rate']:.2f}× |")
+    print(f"| {op} | {c} | {s['rate']:.0f} | {r['rate']:.0f} ({r['p99_ms']:.1f}) | {k['rate']:.0f} ({k['p99_ms']:.1f}) | {s['rate']/r['rate']:.2f}× | {r['rate']/k['rate']:.2f}× | {r['server_cpu_ms']:.3f} / {k['server_cpu_ms']:.3f} ({r['server_cpu_ms']/k['server_cpu_ms']:.2f}×) |")
 PY
 echo "raw results: $results" >&2

@@ -46,6 +46,8 @@ type result struct {
 	P50ms   float64 `json:"p50_ms"`
 	P99ms   float64 `json:"p99_ms"`
 	Errors  int64   `json:"errors"`
+	// ServerCPUms is the CPU the server's processes (-pids) spent per operation, in ms.
+	ServerCPUms float64 `json:"server_cpu_ms,omitempty"`
 }
 
 func main() {
@@ -56,6 +58,8 @@ func main() {
 	n := flag.Int("n", 2000, "operations per create/get/update phase")
 	lists := flag.Int("lists", 200, "list operations per phase")
 	jsonBodies := flag.Bool("json", false, "send JSON instead of protobuf request bodies")
+	pidList := flag.String("pids", "", "comma-separated pids of the server's processes (its etcd too, when separate): their CPU per operation is reported")
+	ops := flag.String("ops", "create,get,list500,update", "phases to run and report (the creates always run: the other phases need the objects)")
 	flag.Parse()
 
 	ctx := context.Background()
@@ -93,6 +97,13 @@ func main() {
 		os.Exit(2)
 	}
 
+	for _, p := range strings.Split(*pidList, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			pid, err := strconv.Atoi(p)
+			check(err)
+			serverPids = append(serverPids, pid)
+		}
+	}
 	run := fmt.Sprintf("%d", time.Now().UnixNano()%100000)
 	for _, cs := range strings.Split(*clients, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(cs))
@@ -105,9 +116,17 @@ func main() {
 			check(b.create(ctx, listNS, fmt.Sprintf("cm-%04d", i)))
 		}
 		name := func(i int) string { return fmt.Sprintf("cm-%05d", i) }
-		report(phase(label, "create", c, *n, func(i int) error { return b.create(ctx, ns, name(i)) }))
-		report(phase(label, "get", c, *n, func(i int) error { return b.get(ctx, ns, name((i*7919)%*n)) }))
-		if *lists > 0 {
+		want := map[string]bool{}
+		for _, op := range strings.Split(*ops, ",") {
+			want[strings.TrimSpace(op)] = true
+		}
+		if r := phase(label, "create", c, *n, func(i int) error { return b.create(ctx, ns, name(i)) }); want["create"] {
+			report(r)
+		}
+		if want["get"] {
+			report(phase(label, "get", c, *n, func(i int) error { return b.get(ctx, ns, name((i*7919)%*n)) }))
+		}
+		if *lists > 0 && want["list500"] {
 			report(phase(label, "list500", c, *lists, func(int) error {
 				got, err := b.list(ctx, listNS)
 				// 501 where a controller has published kube-root-ca.crt in the namespace.
@@ -117,7 +136,9 @@ func main() {
 				return err
 			}))
 		}
-		report(phase(label, "update", c, *n, func(i int) error { return b.update(ctx, ns, name(i), i) }))
+		if want["update"] {
+			report(phase(label, "update", c, *n, func(i int) error { return b.update(ctx, ns, name(i), i) }))
+		}
 	}
 }
 
@@ -127,6 +148,7 @@ func phase(target, op string, c, n int, fn func(i int) error) result {
 	var next, errs atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
+	cpu0 := serverCPU()
 	start := time.Now()
 	for w := 0; w < c; w++ {
 		wg.Add(1)
@@ -148,12 +170,32 @@ func phase(target, op string, c, n int, fn func(i int) error) result {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu := serverCPU() - cpu0
 	if e := firstErr.Load(); e != nil {
 		fmt.Fprintf(os.Stderr, "%s %s c=%d: %d errors, first: %v\n", target, op, c, errs.Load(), e)
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	pct := func(p float64) float64 { return float64(lat[int(p*float64(n-1))].Microseconds()) / 1000 }
-	return result{Target: target, Op: op, Clients: c, N: n, Rate: float64(n) / elapsed.Seconds(), P50ms: pct(0.50), P99ms: pct(0.99), Errors: errs.Load()}
+	return result{Target: target, Op: op, Clients: c, N: n, Rate: float64(n) / elapsed.Seconds(), P50ms: pct(0.50), P99ms: pct(0.99), Errors: errs.Load(), ServerCPUms: cpu.Seconds() * 1000 / float64(n)}
+}
+
+// serverPids are the processes whose CPU serverCPU sums.
+var serverPids []int
+
+// serverCPU is the user and system CPU time the server's processes have used so far (0 with
+// no -pids), from /proc/<pid>/stat in clock ticks of 10 ms.
+func serverCPU() time.Duration {
+	var ticks int64
+	for _, pid := range serverPids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		check(err)
+		// The command name (field 2) may hold spaces; the fields after its ')' are fixed.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += utime + stime
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 func report(r result) {
