@@ -20,7 +20,8 @@ import (
 	"kubeos.dev/kube/pkg/lifecycle"
 )
 
-// Admission is the platform's validating admission plugin:
+// Admission is the platform's admission plugin. Mutating: a new object of a kind the
+// engine drives gets the engine's finalizer (Admit). Validating:
 //   - a platform object whose dependencies would close a cycle is refused (403, with the
 //     cycle path); a dependsOn naming an unknown kind, or a namespace of another tenant, is
 //     refused (422);
@@ -40,7 +41,10 @@ type Admission struct {
 	reader  atomic.Pointer[client.Reader]
 }
 
-var _ admission.Validator = (*Admission)(nil)
+var (
+	_ admission.Validator = (*Admission)(nil)
+	_ admission.Mutator   = (*Admission)(nil)
+)
 
 // SetReader supplies the informer cache once it has synced.
 func (a *Admission) SetReader(r client.Reader) { a.reader.Store(&r) }
@@ -52,8 +56,20 @@ func (a *Admission) getReader() client.Reader {
 	return nil
 }
 
-// Admit implements admission.Interface (nothing to mutate).
-func (a *Admission) Admit(context.Context, *admission.Attributes) error { return nil }
+// Admit implements admission.Mutator: a new object of a kind the engine drives gets the
+// engine's finalizer at create, so that the engine's first pass does not write it in an
+// update of its own (one write fewer per object, and no conflict for a client that updates
+// the object it just created).
+func (a *Admission) Admit(_ context.Context, at *admission.Attributes) error {
+	if at.Operation != admission.Create || at.Subresource != "" || at.Object == nil ||
+		at.Kind.Group != v1alpha1.Group || a.Engine == nil || !slices.Contains(a.Engine.Kinds(), at.Kind.Kind) {
+		return nil
+	}
+	if fins := at.Object.GetFinalizers(); !slices.Contains(fins, lifecycle.Finalizer) {
+		at.Object.SetFinalizers(append(fins, lifecycle.Finalizer))
+	}
+	return nil
+}
 
 // Validate implements admission.Validator.
 func (a *Admission) Validate(ctx context.Context, at *admission.Attributes) error {

@@ -193,6 +193,11 @@ type platformAuthorizer = interface {
 	Authorize(ctx context.Context, u *request.User, info *request.Info) (bool, string)
 }
 
+// mutators puts the platform plugin first among the built-in mutating plugins.
+func (lc *lifecycleState) mutators(rest []admission.Mutator) []admission.Mutator {
+	return append([]admission.Mutator{lc.admission}, rest...)
+}
+
 // validators puts the platform plugin first among the built-in validating plugins.
 func (lc *lifecycleState) validators(rest []admission.Validator) []admission.Validator {
 	return append([]admission.Validator{lc.admission}, rest...)

@@ -250,6 +250,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.lifecycle, err = s.newLifecycle(s.auth.authorizer()); err != nil {
 		return err
 	}
+	sec.admission.Mutating = s.lifecycle.mutators(sec.admission.Mutating)
 	sec.admission.Validating = s.lifecycle.validators(sec.admission.Validating)
 	watchesDone := make(chan struct{})
 	// Connect subresources (pods/log, exec, attach, portforward, proxy; nodes/proxy;
