@@ -76,7 +76,12 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 	f := sharedinformers.For(ctx, c.client)
 	defer f.Shutdown()
-	ctrl := upstream.NewDisruptionController(ctx, f.Core().V1().Pods(), f.Policy().V1().PodDisruptionBudgets(),
+	// A budget's sync lists its pods by its selector: through an index (sharedinformers.LabelIndexedPods).
+	pods, err := sharedinformers.LabelIndexedPods(f.Core().V1().Pods())
+	if err != nil {
+		return err
+	}
+	ctrl := upstream.NewDisruptionController(ctx, pods, f.Policy().V1().PodDisruptionBudgets(),
 		f.Core().V1().ReplicationControllers(), f.Apps().V1().ReplicaSets(), f.Apps().V1().Deployments(), f.Apps().V1().StatefulSets(),
 		c.client, mapper, scales, c.client.Discovery())
 	f.Start(ctx.Done())

@@ -58,7 +58,12 @@ func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.o.Log.Handler()))
 	f := sharedinformers.For(ctx, c.client)
 	defer f.Shutdown()
-	ctrl := upstream.NewEndpointController(ctx, f.Core().V1().Pods(), f.Core().V1().Services(),
+	// A Service's sync lists its pods by label: through an index (sharedinformers.LabelIndexedPods).
+	pods, err := sharedinformers.LabelIndexedPods(f.Core().V1().Pods())
+	if err != nil {
+		return err
+	}
+	ctrl := upstream.NewEndpointController(ctx, pods, f.Core().V1().Services(),
 		f.Core().V1().Endpoints(), c.client, c.o.BatchPeriod)
 	f.Start(ctx.Done())
 	ctrl.Run(ctx, c.o.Workers)

@@ -65,8 +65,18 @@ func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.o.Log.Handler()))
 	f := sharedinformers.For(ctx, c.client)
 	defer f.Shutdown()
-	ctrl := upstream.NewController(ctx, f.Core().V1().Pods(), f.Core().V1().Services(), f.Core().V1().Nodes(),
-		f.Discovery().V1().EndpointSlices(), c.o.MaxEndpointsPerSlice, c.client, c.o.BatchPeriod)
+	// A Service's sync lists its pods and its slices by label: through an index, not a scan
+	// of the namespace (sharedinformers.LabelIndexedPods).
+	pods, err := sharedinformers.LabelIndexedPods(f.Core().V1().Pods())
+	if err != nil {
+		return err
+	}
+	slices, err := sharedinformers.LabelIndexedEndpointSlices(f.Discovery().V1().EndpointSlices())
+	if err != nil {
+		return err
+	}
+	ctrl := upstream.NewController(ctx, pods, f.Core().V1().Services(), f.Core().V1().Nodes(),
+		slices, c.o.MaxEndpointsPerSlice, c.client, c.o.BatchPeriod)
 	f.Start(ctx.Done())
 	ctrl.Run(ctx, c.o.Workers)
 	return nil
