@@ -71,7 +71,12 @@ func (c *Controller) Start(ctx context.Context) error {
 	if feature.DefaultFeatureGate.Enabled(features.WorkloadWithJob) {
 		workloads, podGroups = f.Scheduling().V1beta1().Workloads(), f.Scheduling().V1beta1().PodGroups()
 	}
-	ctrl, err := upstream.NewController(ctx, c.client, f.Core().V1().Pods(), f.Batch().V1().Jobs(), workloads, podGroups)
+	// A Job's pods are listed by its selector: through an index (sharedinformers.LabelIndexedPods).
+	pods, err := sharedinformers.LabelIndexedPods(f.Core().V1().Pods())
+	if err != nil {
+		return err
+	}
+	ctrl, err := upstream.NewController(ctx, c.client, pods, f.Batch().V1().Jobs(), workloads, podGroups)
 	if err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}

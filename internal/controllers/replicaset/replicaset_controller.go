@@ -61,7 +61,13 @@ func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.o.Log.Handler()))
 	f := sharedinformers.For(ctx, c.client)
 	defer f.Shutdown()
-	ctrl := upstream.NewReplicaSetController(ctx, f.Apps().V1().ReplicaSets(), f.Core().V1().Pods(), c.client, upstream.BurstReplicas)
+	// Related ReplicaSets' pods are listed by selector: through an index
+	// (sharedinformers.LabelIndexedPods).
+	pods, err := sharedinformers.LabelIndexedPods(f.Core().V1().Pods())
+	if err != nil {
+		return err
+	}
+	ctrl := upstream.NewReplicaSetController(ctx, f.Apps().V1().ReplicaSets(), pods, c.client, upstream.BurstReplicas)
 	f.Start(ctx.Done())
 	ctrl.Run(ctx, c.o.Workers)
 	return nil

@@ -61,7 +61,13 @@ func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(c.o.Log.Handler()))
 	f := sharedinformers.For(ctx, c.client)
 	defer f.Shutdown()
-	ctrl := upstream.NewReplicationManager(ctx, f.Core().V1().Pods(), f.Core().V1().ReplicationControllers(), c.client, upstream.BurstReplicas)
+	// Related controllers' pods are listed by selector: through an index
+	// (sharedinformers.LabelIndexedPods).
+	pods, err := sharedinformers.LabelIndexedPods(f.Core().V1().Pods())
+	if err != nil {
+		return err
+	}
+	ctrl := upstream.NewReplicationManager(ctx, pods, f.Core().V1().ReplicationControllers(), c.client, upstream.BurstReplicas)
 	f.Start(ctx.Done())
 	ctrl.Run(ctx, c.o.Workers)
 	return nil
