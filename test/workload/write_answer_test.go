@@ -10,10 +10,12 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -99,8 +101,19 @@ func TestWriteAnswersEqualReads(t *testing.T) {
 		} else {
 			same(t, "create deployment (spec)", created.Spec, got.Spec)
 		}
-		got.Spec.Replicas = ptr.To[int32](3)
-		updated, err := cs.AppsV1().Deployments(ns).Update(ctxT(t), got, metav1.UpdateOptions{})
+		// The controller's status writes race the update: retry it on a conflict, from a
+		// fresh read, as kubectl edit would.
+		var updated *appsv1.Deployment
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			got.Spec.Replicas = ptr.To[int32](3)
+			var uerr error
+			if updated, uerr = cs.AppsV1().Deployments(ns).Update(ctxT(t), got, metav1.UpdateOptions{}); apierrors.IsConflict(uerr) {
+				if fresh, gerr := cs.AppsV1().Deployments(ns).Get(ctxT(t), "d", metav1.GetOptions{}); gerr == nil {
+					got = fresh
+				}
+			}
+			return uerr
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
