@@ -2,7 +2,8 @@
 # run.sh — EndpointSlice update latency (bench/README.md, "Cluster controllers"): SERVICES
 # Services × ENDPOINTS pods on one fixture node, SAMPLES pods turned Ready at RATE/s, the
 # time until an EndpointSlice watch shows each one ready (bench/endpoints, main.go). Two runs
-# on the same `kube server` build, each on a fresh data directory, workload controllers off:
+# on the same `kube server` build, each on a fresh data directory, workload controllers and the
+# scheduler off:
 #   kube  Kube's own endpointslice-controller (--cluster-controllers=endpointslice-controller)
 #   peer  Kube's cluster controllers off, kube-controller-manager v1.37.2
 #         --controllers=endpointslice-controller pointed at the server (its defaults:
@@ -25,7 +26,9 @@ stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 
 trap stop_all EXIT
 
 start_kube() { # $1 side, $2 --cluster-controllers value
-  "$OUT/kube" server --data-dir "$OUT/data-$1" --secure-port "$PORT" --disable-workload-controllers \
+  # No scheduler: the pods are bound already, and every pod sits on the one fixture node, where
+  # a scheduler's per-node pod list (upstream's NodeInfo) costs O(pods) per pod update.
+  "$OUT/kube" server --data-dir "$OUT/data-$1" --secure-port "$PORT" --disable-workload-controllers --scheduler=false \
     --cluster-controllers="$2" >"$OUT/$1.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 120); do grep -q "is ready" "$OUT/$1.log" && return 0; sleep 1; done

@@ -1,6 +1,8 @@
 package sharedinformers
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -37,25 +39,40 @@ func labelIndexFunc(obj any) ([]string, error) {
 func labelKey(namespace, k, v string) string { return namespace + "/" + k + "=" + v }
 
 // indexKeys are the LabelIndex keys whose objects hold every object of namespace that sel
-// can match: those of sel's first requirement that names values (=, == or in); false when
-// sel has none, and the whole namespace must be read.
+// can match: those of one requirement of sel that names values (=, == or in), preferring
+// one that is not a manager's label; false when sel has none, and the whole namespace must
+// be read.
 func indexKeys(namespace string, sel labels.Selector) ([]string, bool) {
 	reqs, selectable := sel.Requirements()
 	if !selectable {
 		return nil, false
 	}
-	for _, r := range reqs {
+	var best *labels.Requirement
+	for i, r := range reqs {
 		switch r.Operator() {
 		case selection.Equals, selection.DoubleEquals, selection.In:
-			vals := r.ValuesUnsorted()
-			keys := make([]string, len(vals))
-			for i, v := range vals {
-				keys[i] = labelKey(namespace, r.Key(), v)
+			if best == nil || managerLabel(best.Key()) && !managerLabel(r.Key()) {
+				best = &reqs[i]
 			}
-			return keys, true
 		}
 	}
-	return nil, false
+	if best == nil {
+		return nil, false
+	}
+	vals := best.ValuesUnsorted()
+	keys := make([]string, len(vals))
+	for i, v := range vals {
+		keys[i] = labelKey(namespace, best.Key(), v)
+	}
+	return keys, true
+}
+
+// managerLabel says whether a label key names the manager of an object
+// (endpointslice.kubernetes.io/managed-by, app.kubernetes.io/managed-by): every object the
+// manager made has the same value, so narrowing by it reads them all. The endpointslice
+// controller's selector of a Service's slices sorts its managed-by requirement first.
+func managerLabel(key string) bool {
+	return key == "managed-by" || strings.HasSuffix(key, "/managed-by")
 }
 
 // byLabels lists the objects of namespace that sel matches through the LabelIndex: the

@@ -144,3 +144,25 @@ func sliceNames(ss []*discoveryv1.EndpointSlice) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestIndexKeysNarrowBySelectiveRequirement: the index reads the bucket of a requirement
+// that narrows — not the managed-by label every slice of the controller carries, which the
+// endpointslice controller's selector sorts first.
+func TestIndexKeysNarrowBySelectiveRequirement(t *testing.T) {
+	cases := []struct {
+		sel  labels.Selector
+		want []string
+	}{
+		{labels.Set{"endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io", "kubernetes.io/service-name": "web"}.AsSelectorPreValidated(),
+			[]string{"ns/kubernetes.io/service-name=web"}},
+		{labels.Set{"app.kubernetes.io/managed-by": "helm"}.AsSelectorPreValidated(), []string{"ns/app.kubernetes.io/managed-by=helm"}},
+		{labels.Set{"app": "a", "tier": "b"}.AsSelectorPreValidated(), []string{"ns/app=a"}},
+		{labels.Everything(), nil},
+	}
+	for _, c := range cases {
+		got, _ := indexKeys("ns", c.sel)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: keys %v, want %v", c.sel, got, c.want)
+		}
+	}
+}
