@@ -75,27 +75,27 @@ func managerLabel(key string) bool {
 	return key == "managed-by" || strings.HasSuffix(key, "/managed-by")
 }
 
-// byLabels lists the objects of namespace that sel matches through the LabelIndex: the
-// objects under the keys of one requirement, each checked against the whole selector.
-// false when the index cannot narrow sel (the caller lists the namespace instead).
-func byLabels[T any](indexer cache.Indexer, namespace string, sel labels.Selector, labelsOf func(T) map[string]string) ([]T, bool, error) {
+// listByLabels lists the objects of namespace that sel matches through the LabelIndex: the
+// objects under the keys of one requirement, each checked against the whole selector; scan
+// (the informer's own lister) when the index cannot narrow sel.
+func listByLabels[T interface{ GetLabels() map[string]string }](indexer cache.Indexer, namespace string, sel labels.Selector, scan func(labels.Selector) ([]T, error)) ([]T, error) {
 	keys, ok := indexKeys(namespace, sel)
 	if !ok {
-		return nil, false, nil
+		return scan(sel)
 	}
 	var out []T
 	for _, key := range keys {
 		objs, err := indexer.ByIndex(LabelIndex, key)
 		if err != nil {
-			return nil, true, err
+			return nil, err
 		}
 		for _, o := range objs {
-			if t, ok := o.(T); ok && sel.Matches(labels.Set(labelsOf(t))) {
+			if t, ok := o.(T); ok && sel.Matches(labels.Set(t.GetLabels())) {
 				out = append(out, t)
 			}
 		}
 	}
-	return out, true, nil
+	return out, nil
 }
 
 // LabelIndexedPods is pods with a lister whose namespaced List of a selector with an
@@ -147,11 +147,7 @@ type podNamespaceLister struct {
 }
 
 func (l podNamespaceLister) List(sel labels.Selector) ([]*corev1.Pod, error) {
-	out, ok, err := byLabels(l.indexer, l.namespace, sel, func(p *corev1.Pod) map[string]string { return p.Labels })
-	if !ok {
-		return l.PodNamespaceLister.List(sel)
-	}
-	return out, err
+	return listByLabels(l.indexer, l.namespace, sel, l.PodNamespaceLister.List)
 }
 
 // LabelIndexedEndpointSlices is LabelIndexedPods for EndpointSlices: the endpointslice
@@ -187,9 +183,5 @@ type sliceNamespaceLister struct {
 }
 
 func (l sliceNamespaceLister) List(sel labels.Selector) ([]*discoveryv1.EndpointSlice, error) {
-	out, ok, err := byLabels(l.indexer, l.namespace, sel, func(s *discoveryv1.EndpointSlice) map[string]string { return s.Labels })
-	if !ok {
-		return l.EndpointSliceNamespaceLister.List(sel)
-	}
-	return out, err
+	return listByLabels(l.indexer, l.namespace, sel, l.EndpointSliceNamespaceLister.List)
 }
