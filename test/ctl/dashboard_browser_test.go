@@ -59,13 +59,56 @@ func navigate(url string) chromedp.Action[chromedp.Void] {
 // loginIn logs in through the form, the way a user pastes a token.
 func loginIn(t *testing.T, ctx context.Context, token string) {
 	t.Helper()
-	if err := chromedp.Do(ctx,
-		navigate(dashboardSrv.URL+"/ui/"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SetValue(chromedp.ID("token"), token),
-		chromedp.Submit(chromedp.ID("login")),
-	); err != nil {
-		t.Fatalf("log in: %v", err)
+	var err error
+	for range 3 { // a form post that ERR_NETWORK_CHANGED aborted is sent again
+		if err = chromedp.Do(ctx,
+			navigate(dashboardSrv.URL+"/ui/"),
+			chromedp.WaitVisible(chromedp.ID("token")),
+			chromedp.SetValue(chromedp.ID("token"), token),
+			chromedp.Submit(chromedp.ID("login")),
+		); err != nil {
+			break
+		}
+		if err = within(ctx, 20*time.Second, chromedp.WaitVisible(chromedp.CSS(".who"))); err == nil {
+			return
+		}
+	}
+	t.Fatalf("log in: %v", err)
+}
+
+// within runs a under a shorter deadline than ctx's.
+func within(ctx context.Context, d time.Duration, a chromedp.Action[chromedp.Void]) error {
+	sctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return chromedp.Do(sctx, a)
+}
+
+// follow clicks the link sel as a user does and waits for next on the page it leads to. A
+// load that Chromium aborted (ERR_NETWORK_CHANGED, see navigate) leaves an error page; the
+// link's address is then loaded again, as a user would reload.
+func follow(sel, next string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		if _, err := chromedp.WaitVisible(chromedp.CSS(sel))(ctx, tg); err != nil {
+			return chromedp.Void{}, err
+		}
+		href, err := chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q).href`, sel))(ctx, tg)
+		if err != nil {
+			return chromedp.Void{}, err
+		}
+		if _, err := chromedp.Click(chromedp.CSS(sel))(ctx, tg); err != nil {
+			return chromedp.Void{}, err
+		}
+		arrived := chromedp.Poll[chromedp.Void](fmt.Sprintf(`location.href === %q && document.querySelector(%q) !== null`, href, next),
+			chromedp.WithPollingInterval(50*time.Millisecond))
+		if err := within(ctx, 20*time.Second, arrived); err == nil {
+			return chromedp.WaitVisible(chromedp.CSS(next))(ctx, tg)
+		} else if ctx.Err() != nil {
+			return chromedp.Void{}, err
+		}
+		if _, err := navigate(href)(ctx, tg); err != nil {
+			return chromedp.Void{}, err
+		}
+		return chromedp.WaitVisible(chromedp.CSS(next))(ctx, tg)
 	}
 }
 
@@ -98,10 +141,8 @@ func TestBrowserHealthObjectDependencyAndLiveUpdate(t *testing.T) {
 
 	// Per kind, then one object.
 	if err := chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`#health tr[data-kind="Credential"] td a`)),
-		chromedp.WaitVisible(chromedp.CSS(`#objects tr[data-name="consumer"]`)),
-		chromedp.Click(chromedp.CSS(`#objects tr[data-name="consumer"] a`)),
-		chromedp.WaitVisible(chromedp.ID("blocker")),
+		follow(`#health tr[data-kind="Credential"] td a`, `#objects tr[data-name="consumer"]`),
+		follow(`#objects tr[data-name="consumer"] a`, "#blocker"),
 	); err != nil {
 		t.Fatalf("open consumer from the list: %v", err)
 	}
@@ -114,8 +155,7 @@ func TestBrowserHealthObjectDependencyAndLiveUpdate(t *testing.T) {
 
 	// Follow a dependency.
 	if err := chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`#dependencies li[data-id="Credential/shop/taken"] a`)),
-		chromedp.WaitVisible(chromedp.CSS(`#title .name`)),
+		follow(`#dependencies li[data-id="Credential/shop/taken"] a`, `#title .name`),
 	); err != nil {
 		t.Fatalf("follow the dependency: %v", err)
 	}

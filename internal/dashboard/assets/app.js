@@ -11,6 +11,7 @@
   var stopped = false;
   var pending = null;
   var refreshes = 0;
+  var readies = 0;
 
   function state(s, title) {
     if (live) {
@@ -71,6 +72,8 @@
       if (l.indexOf('event:') === 0) { ev = l.slice(6).trim(); }
     }
     if (ev === 'change') { schedule(); }
+    // A stream that started again missed what changed while it was down: refresh once.
+    if (ev === 'ready' && ++readies > 1) { schedule(); }
   }
 
   function connect() {
