@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"kubeos.dev/kube/internal/server/servertest"
@@ -194,6 +196,44 @@ func TestEndpointSlicesAndEndpoints(t *testing.T) {
 	if _, err := setPodStatus(ctx, cs, b, "10.250.1.2", true); err != nil {
 		t.Fatal(err)
 	}
+	expectRows(t, cs, ns, "web",
+		"a 10.250.1.1:8080 ready=true serving=true terminating=false",
+		"b 10.250.1.2:8080 ready=true serving=true terminating=false",
+		"c 10.250.1.3:9090 ready=false serving=true terminating=true")
+
+	// A pod relabelled out of the selector leaves the Service's slices, and comes back when
+	// relabelled into it (a pod change that touches only labels: its old and new Services).
+	relabel := func(app string) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"metadata":{"labels":{"app":%q}}}`, app)
+		if _, err := cs.CoreV1().Pods(ns).Patch(ctx, "a", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relabel("db")
+	expectRows(t, cs, ns, "web",
+		"b 10.250.1.2:8080 ready=true serving=true terminating=false",
+		"c 10.250.1.3:9090 ready=false serving=true terminating=true")
+	endpointsHas := func(ip string) bool {
+		ep, err := cs.CoreV1().Endpoints(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, ss := range ep.Subsets {
+			for _, a := range append(ss.Addresses, ss.NotReadyAddresses...) {
+				if a.IP == ip {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return !endpointsHas("10.250.1.1"), nil
+	}); err != nil {
+		t.Errorf("the relabelled pod stayed in Endpoints web: %v", err)
+	}
+	relabel("web")
 	expectRows(t, cs, ns, "web",
 		"a 10.250.1.1:8080 ready=true serving=true terminating=false",
 		"b 10.250.1.2:8080 ready=true serving=true terminating=false",

@@ -63,7 +63,13 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ctrl := upstream.NewEndpointController(ctx, pods, f.Core().V1().Services(),
+	// A pod's change finds its Services through an index of their selectors, not by matching
+	// every Service of the namespace (sharedinformers.SelectorMappedPods).
+	pods, services, err := sharedinformers.SelectorMappedPods(pods, f.Core().V1().Services(), c.o.BatchPeriod)
+	if err != nil {
+		return err
+	}
+	ctrl := upstream.NewEndpointController(ctx, pods, services,
 		f.Core().V1().Endpoints(), c.client, c.o.BatchPeriod)
 	f.Start(ctx.Done())
 	ctrl.Run(ctx, c.o.Workers)

@@ -1,0 +1,228 @@
+package sharedinformers
+
+import (
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	endpointsliceutil "k8s.io/endpointslice/util"
+)
+
+// SelectorIndex is the name of the index SelectorMappedPods adds to the Service informer:
+// each Service with a selector under one label of it, "<namespace>/<key>=<value>" (the
+// smallest key; the LabelIndex key of a pod with that label), one with an empty selector
+// under "<namespace>/*", one without a selector under nothing.
+const SelectorIndex = "kube.selector"
+
+// allPods is the SelectorIndex key suffix of an empty selector (it matches every pod).
+const allPods = "*"
+
+func selectorIndexFunc(obj any) ([]string, error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok || svc.Spec.Selector == nil { // nil selects nothing (upstream's getServicesForPod)
+		return nil, nil
+	}
+	if len(svc.Spec.Selector) == 0 {
+		return []string{svc.Namespace + "/" + allPods}, nil
+	}
+	k := slices.Min(keysOf(svc.Spec.Selector))
+	return []string{labelKey(svc.Namespace, k, svc.Spec.Selector[k])}, nil
+}
+
+func keysOf(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// SelectorMappedPods hands an upstream endpoints or endpointslice controller (v1.37's
+// NewEndpointController, NewController) a pod informer and a Service informer wired so that
+// a pod's change finds its Services through SelectorIndex instead of matching every Service
+// of the namespace.
+//
+// Upstream's pod handler turns each pod change into a PodProjectionKey (namespace and
+// labels) and its pod worker calls endpointsliceutil.GetServicesToUpdate with the Service
+// lister, which lists every Service of the namespace and matches each selector: ~2 µs per
+// Service per pod change, 20 ms per pod change at 10,000 Services, most of the controller's
+// CPU and the queue the latency of slices waits in. Here the pod handler the controller
+// registers is replaced by one that makes the same key with upstream's
+// GetPodUpdateProjectionKey and calls upstream's GetServicesToUpdate with a lister whose
+// namespace List answers only the Services indexed under one of the key's labels (every
+// Service that can match is among them; upstream still matches each), then hands each
+// Service's key to the Service handler the controller registered, as its own pod worker
+// would have queued it. Upstream's pod queue stays empty.
+//
+// The handler the controller registers on pods is the one it makes in its constructor;
+// anything else registered through the returned pod informer is replaced the same way, so
+// the informers are for that one constructor. With a batch period (the Service is queued
+// after a delay from a pod change, not at once) the handlers are left as upstream's:
+// pods and services are returned unchanged.
+func SelectorMappedPods(pods coreinformers.PodInformer, services coreinformers.ServiceInformer, batchPeriod time.Duration) (coreinformers.PodInformer, coreinformers.ServiceInformer, error) {
+	if batchPeriod > 0 {
+		return pods, services, nil
+	}
+	inf := services.Informer()
+	has := func() bool { _, ok := inf.GetIndexer().GetIndexers()[SelectorIndex]; return ok }
+	if !has() {
+		if err := inf.AddIndexers(cache.Indexers{SelectorIndex: selectorIndexFunc}); err != nil && !has() {
+			return nil, nil, err
+		}
+	}
+	m := &podServiceMapper{services: services.Lister(), indexer: inf.GetIndexer()}
+	return mappedPods{PodInformer: pods, m: m}, capturedServices{ServiceInformer: services, m: m}, nil
+}
+
+// podServiceMapper is what the replaced pod handler needs: the Services and the handler the
+// controller registered on them.
+type podServiceMapper struct {
+	services corelisters.ServiceLister
+	indexer  cache.Indexer
+	// serviceHandlers are the controller's Service handlers; a pod's Services go to them as
+	// updates of cache.ExplicitKey (upstream's handlers key what they get with KeyFunc).
+	serviceHandlers []cache.ResourceEventHandler
+}
+
+// onPod is the pod handler: upstream's key, upstream's mapping over the candidates.
+func (m *podServiceMapper) onPod(old, cur any) {
+	key := endpointsliceutil.GetPodUpdateProjectionKey(old, cur)
+	if key == nil {
+		return
+	}
+	svcs, err := endpointsliceutil.GetServicesToUpdate(candidateServices{ServiceLister: m.services, m: m, key: key}, key)
+	if err != nil {
+		return // the candidates' List cannot fail
+	}
+	for s := range svcs {
+		for _, h := range m.serviceHandlers {
+			h.OnUpdate(cache.ExplicitKey(s), cache.ExplicitKey(s))
+		}
+	}
+}
+
+// candidates are the Services of namespace indexed under a label of ls or under "*": a
+// superset of those whose selector matches ls, each once.
+func (m *podServiceMapper) candidates(namespace string, sets ...labels.Set) []*corev1.Service {
+	var out []*corev1.Service
+	seen := map[string]bool{}
+	add := func(key string) {
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		objs, _ := m.indexer.ByIndex(SelectorIndex, key)
+		for _, o := range objs {
+			if s, ok := o.(*corev1.Service); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	add(namespace + "/" + allPods)
+	for _, ls := range sets {
+		for k, v := range ls {
+			add(labelKey(namespace, k, v))
+		}
+	}
+	return out
+}
+
+// candidateServices is the Service lister one pod change's mapping reads: its namespaced
+// List answers the candidates of the key's labels (old and new) that the selector matches.
+type candidateServices struct {
+	corelisters.ServiceLister
+	m   *podServiceMapper
+	key *endpointsliceutil.PodProjectionKey
+}
+
+func (l candidateServices) Services(namespace string) corelisters.ServiceNamespaceLister {
+	return candidateNamespace{ServiceNamespaceLister: l.ServiceLister.Services(namespace), l: l, namespace: namespace}
+}
+
+type candidateNamespace struct {
+	corelisters.ServiceNamespaceLister
+	l         candidateServices
+	namespace string
+}
+
+func (n candidateNamespace) List(sel labels.Selector) ([]*corev1.Service, error) {
+	if n.namespace != n.l.key.Namespace {
+		return n.ServiceNamespaceLister.List(sel)
+	}
+	var out []*corev1.Service
+	for _, s := range n.l.m.candidates(n.namespace, n.l.key.Labels, n.l.key.OldLabels) {
+		if sel.Matches(labels.Set(s.Labels)) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// capturedServices records the handlers the controller registers on Services.
+type capturedServices struct {
+	coreinformers.ServiceInformer
+	m *podServiceMapper
+}
+
+func (s capturedServices) Informer() cache.SharedIndexInformer {
+	return capturingInformer{SharedIndexInformer: s.ServiceInformer.Informer(), m: s.m}
+}
+
+type capturingInformer struct {
+	cache.SharedIndexInformer
+	m *podServiceMapper
+}
+
+func (i capturingInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	i.m.serviceHandlers = append(i.m.serviceHandlers, h)
+	return i.SharedIndexInformer.AddEventHandler(h)
+}
+
+func (i capturingInformer) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler, p time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	i.m.serviceHandlers = append(i.m.serviceHandlers, h)
+	return i.SharedIndexInformer.AddEventHandlerWithResyncPeriod(h, p)
+}
+
+func (i capturingInformer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	i.m.serviceHandlers = append(i.m.serviceHandlers, h)
+	return i.SharedIndexInformer.AddEventHandlerWithOptions(h, o)
+}
+
+// mappedPods replaces the handlers the controller registers on pods with the mapper's.
+type mappedPods struct {
+	coreinformers.PodInformer
+	m *podServiceMapper
+}
+
+func (p mappedPods) Informer() cache.SharedIndexInformer {
+	return replacingInformer{SharedIndexInformer: p.PodInformer.Informer(), m: p.m}
+}
+
+type replacingInformer struct {
+	cache.SharedIndexInformer
+	m *podServiceMapper
+}
+
+func (i replacingInformer) handler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { i.m.onPod(nil, obj) },
+		UpdateFunc: i.m.onPod,
+		DeleteFunc: func(obj any) { i.m.onPod(obj, nil) },
+	}
+}
+
+func (i replacingInformer) AddEventHandler(cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandler(i.handler())
+}
+
+func (i replacingInformer) AddEventHandlerWithResyncPeriod(_ cache.ResourceEventHandler, p time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandlerWithResyncPeriod(i.handler(), p)
+}
+
+func (i replacingInformer) AddEventHandlerWithOptions(_ cache.ResourceEventHandler, o cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandlerWithOptions(i.handler(), o)
+}
