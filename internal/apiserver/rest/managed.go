@@ -270,7 +270,11 @@ func (c *kindConvertor) ConvertToVersion(in runtime.Object, target runtime.Group
 		return nil, runtime.NewNotRegisteredErrForTarget("kube", reflect.TypeOf(in), target)
 	}
 	if to.GroupVersion() == from.GroupVersion() {
-		return u.DeepCopy(), nil
+		// Not copied: the field manager only reads the objects it converts, or converts
+		// objects it has just built (kube-apiserver hands it runtime.UnsafeObjectConvertor,
+		// which does not copy either). Two copies per write were 4 % of an update's
+		// allocations.
+		return u, nil
 	}
 	src, okSrc := c.reg.Lookup(from.GroupVersion().WithResource(c.kind.Resource))
 	dst, okDst := c.reg.Lookup(to.GroupVersion().WithResource(c.kind.Resource))
