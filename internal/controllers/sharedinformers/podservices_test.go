@@ -158,6 +158,30 @@ func TestSelectorMappedPodsQueueUpstreamsServices(t *testing.T) {
 	if upstreamPodHandlerCalled {
 		t.Error("the controller's own pod handler ran")
 	}
+
+	// A Service whose selector changes is found under its new selector only.
+	svc, err := cs.CoreV1().Services("n1").Get(ctx, "s-2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Spec.Selector = map[string]string{"moved": "here", "app": "z"}
+	if _, err := cs.CoreV1().Services("n1").Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if s, err := plain.Services("n1").Get("s-2"); err == nil && s.Spec.Selector["moved"] == "here" {
+			break
+		}
+	}
+	rec.take()
+	m.onPod(nil, pod("n1", map[string]string{"moved": "here", "app": "z"}, "1", ""))
+	if got := rec.take(); !got.Has("n1/s-2") {
+		t.Errorf("a pod with the new selector's labels queued %v, want n1/s-2 among them", sets.List(got))
+	}
+	m.onPod(nil, pod("n1", map[string]string{"app": "z"}, "1", ""))
+	if got := rec.take(); got.Has("n1/s-2") {
+		t.Errorf("a pod with only part of the new selector queued n1/s-2")
+	}
 }
 
 func labelsOf(o any) map[string]string {
