@@ -169,27 +169,10 @@ type capturedServices struct {
 }
 
 func (s capturedServices) Informer() cache.SharedIndexInformer {
-	return capturingInformer{SharedIndexInformer: s.ServiceInformer.Informer(), m: s.m}
-}
-
-type capturingInformer struct {
-	cache.SharedIndexInformer
-	m *podServiceMapper
-}
-
-func (i capturingInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
-	i.m.serviceHandlers = append(i.m.serviceHandlers, h)
-	return i.SharedIndexInformer.AddEventHandler(h)
-}
-
-func (i capturingInformer) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler, p time.Duration) (cache.ResourceEventHandlerRegistration, error) {
-	i.m.serviceHandlers = append(i.m.serviceHandlers, h)
-	return i.SharedIndexInformer.AddEventHandlerWithResyncPeriod(h, p)
-}
-
-func (i capturingInformer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
-	i.m.serviceHandlers = append(i.m.serviceHandlers, h)
-	return i.SharedIndexInformer.AddEventHandlerWithOptions(h, o)
+	return handlerInformer{SharedIndexInformer: s.ServiceInformer.Informer(), swap: func(h cache.ResourceEventHandler) cache.ResourceEventHandler {
+		s.m.serviceHandlers = append(s.m.serviceHandlers, h)
+		return h
+	}}
 }
 
 // mappedPods replaces the handlers the controller registers on pods with the mapper's.
@@ -199,30 +182,29 @@ type mappedPods struct {
 }
 
 func (p mappedPods) Informer() cache.SharedIndexInformer {
-	return replacingInformer{SharedIndexInformer: p.PodInformer.Informer(), m: p.m}
+	return handlerInformer{SharedIndexInformer: p.PodInformer.Informer(), swap: func(cache.ResourceEventHandler) cache.ResourceEventHandler {
+		return cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { p.m.onPod(nil, obj) },
+			UpdateFunc: p.m.onPod,
+			DeleteFunc: func(obj any) { p.m.onPod(obj, nil) },
+		}
+	}}
 }
 
-type replacingInformer struct {
+// handlerInformer registers swap(h) for every handler h registered through it.
+type handlerInformer struct {
 	cache.SharedIndexInformer
-	m *podServiceMapper
+	swap func(cache.ResourceEventHandler) cache.ResourceEventHandler
 }
 
-func (i replacingInformer) handler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { i.m.onPod(nil, obj) },
-		UpdateFunc: i.m.onPod,
-		DeleteFunc: func(obj any) { i.m.onPod(obj, nil) },
-	}
+func (i handlerInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandler(i.swap(h))
 }
 
-func (i replacingInformer) AddEventHandler(cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
-	return i.SharedIndexInformer.AddEventHandler(i.handler())
+func (i handlerInformer) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler, p time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandlerWithResyncPeriod(i.swap(h), p)
 }
 
-func (i replacingInformer) AddEventHandlerWithResyncPeriod(_ cache.ResourceEventHandler, p time.Duration) (cache.ResourceEventHandlerRegistration, error) {
-	return i.SharedIndexInformer.AddEventHandlerWithResyncPeriod(i.handler(), p)
-}
-
-func (i replacingInformer) AddEventHandlerWithOptions(_ cache.ResourceEventHandler, o cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
-	return i.SharedIndexInformer.AddEventHandlerWithOptions(i.handler(), o)
+func (i handlerInformer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandlerWithOptions(i.swap(h), o)
 }
