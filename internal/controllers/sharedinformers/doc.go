@@ -24,6 +24,12 @@
 // afresh. Indexers a controller adds again in a later term (same name) are kept, not
 // refused.
 //
+// Beside the sharing, the package narrows two scans upstream's controllers make per
+// event through their listers and handlers: LabelIndexedPods and LabelIndexedEndpointSlices
+// (a Service's or a budget's pods by one label of its selector instead of every pod of the
+// namespace) and SelectorMappedPods (a pod's Services by an index of their selectors
+// instead of matching every Service of the namespace). Both give upstream's answers.
+//
 // The hub's informers list and watch with the hub's client (the server gives it an
 // identity of its own); each controller keeps its own client, and so its own identity,
 // for its writes.
