@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -30,15 +31,9 @@ func TestDaemonSetNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, n := range nodes {
-		patchNode(n, `{"metadata":{"labels":{"`+label+`":"yes"}}}`)
-	}
-	t.Cleanup(func() {
-		for _, n := range nodes {
-			patchNode(n, `{"metadata":{"labels":{"`+label+`":null}}}`)
-		}
-	})
-	// sim-3 tainted: its pods must tolerate apps.test/daemonset=no:NoSchedule.
+	// sim-3 tainted: its pods must tolerate apps.test/daemonset=no:NoSchedule. Tainted before
+	// the nodes get the selector's label, so that no view of sim-3 the controller's informer
+	// can hold makes it eligible without its taint (it would get a pod that never schedules).
 	node, err := cs.CoreV1().Nodes().Get(ctx, "sim-3", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +43,26 @@ func TestDaemonSetNodes(t *testing.T) {
 	if _, err := cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // the taint goes even when the test fails before it removes it
+		bg := context.Background()
+		n, err := cs.CoreV1().Nodes().Get(bg, "sim-3", metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		kept := slices.DeleteFunc(slices.Clone(n.Spec.Taints), func(tt corev1.Taint) bool { return tt.Key == label })
+		if len(kept) != len(n.Spec.Taints) {
+			n.Spec.Taints = kept
+			_, _ = cs.CoreV1().Nodes().Update(bg, n, metav1.UpdateOptions{})
+		}
+	})
+	for _, n := range nodes {
+		patchNode(n, `{"metadata":{"labels":{"`+label+`":"yes"}}}`)
+	}
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			patchNode(n, `{"metadata":{"labels":{"`+label+`":null}}}`)
+		}
+	})
 
 	l := map[string]string{"app": "agent"}
 	tmpl := podTemplate(l)
