@@ -94,7 +94,9 @@ func (m *podServiceMapper) onPod(old, cur any) {
 	if key == nil {
 		return
 	}
-	svcs, err := endpointsliceutil.GetServicesToUpdate(candidateServices{ServiceLister: m.services, m: m, key: key}, key)
+	l := candidateServices{ServiceLister: m.services, namespace: key.Namespace,
+		candidates: m.candidates(key.Namespace, key.Labels, key.OldLabels)}
+	svcs, err := endpointsliceutil.GetServicesToUpdate(l, key)
 	if err != nil {
 		return // the candidates' List cannot fail
 	}
@@ -105,16 +107,12 @@ func (m *podServiceMapper) onPod(old, cur any) {
 	}
 }
 
-// candidates are the Services of namespace indexed under a label of ls or under "*": a
-// superset of those whose selector matches ls, each once.
-func (m *podServiceMapper) candidates(namespace string, sets ...labels.Set) []*corev1.Service {
+// candidates are the Services of namespace indexed under "*" or under a label of cur or
+// old: a superset of those whose selector matches either, each once (a Service is indexed
+// under one key; a label old shares with cur is read once).
+func (m *podServiceMapper) candidates(namespace string, cur, old labels.Set) []*corev1.Service {
 	var out []*corev1.Service
-	seen := map[string]bool{}
 	add := func(key string) {
-		if seen[key] {
-			return
-		}
-		seen[key] = true
 		objs, _ := m.indexer.ByIndex(SelectorIndex, key)
 		for _, o := range objs {
 			if s, ok := o.(*corev1.Service); ok {
@@ -123,20 +121,24 @@ func (m *podServiceMapper) candidates(namespace string, sets ...labels.Set) []*c
 		}
 	}
 	add(namespace + "/" + allPods)
-	for _, ls := range sets {
-		for k, v := range ls {
+	for k, v := range cur {
+		add(labelKey(namespace, k, v))
+	}
+	for k, v := range old {
+		if w, ok := cur[k]; !ok || w != v {
 			add(labelKey(namespace, k, v))
 		}
 	}
 	return out
 }
 
-// candidateServices is the Service lister one pod change's mapping reads: its namespaced
-// List answers the candidates of the key's labels (old and new) that the selector matches.
+// candidateServices is the Service lister one pod change's mapping reads: its List in the
+// pod's namespace answers the change's candidates that the selector matches (upstream's
+// GetServicesToUpdate lists once for the new labels and once for the old).
 type candidateServices struct {
 	corelisters.ServiceLister
-	m   *podServiceMapper
-	key *endpointsliceutil.PodProjectionKey
+	namespace  string
+	candidates []*corev1.Service
 }
 
 func (l candidateServices) Services(namespace string) corelisters.ServiceNamespaceLister {
@@ -150,11 +152,11 @@ type candidateNamespace struct {
 }
 
 func (n candidateNamespace) List(sel labels.Selector) ([]*corev1.Service, error) {
-	if n.namespace != n.l.key.Namespace {
+	if n.namespace != n.l.namespace {
 		return n.ServiceNamespaceLister.List(sel)
 	}
 	var out []*corev1.Service
-	for _, s := range n.l.m.candidates(n.namespace, n.l.key.Labels, n.l.key.OldLabels) {
+	for _, s := range n.l.candidates {
 		if sel.Matches(labels.Set(s.Labels)) {
 			out = append(out, s)
 		}
