@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +36,8 @@ type webhookServer struct {
 	calls   int
 	// queries are the query strings of the requests, in order.
 	queries []string
+	// names are the names of the objects reviewed, in order.
+	names []string
 }
 
 func startWebhook(t *testing.T, requireClientCert bool) *webhookServer {
@@ -70,6 +73,9 @@ func (ws *webhookServer) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad review", http.StatusBadRequest)
 		return
 	}
+	ws.mu.Lock()
+	ws.names = append(ws.names, review.Request.Name)
+	ws.mu.Unlock()
 	resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
 	switch r.URL.Path {
 	case "/mutate":
@@ -103,6 +109,13 @@ func (ws *webhookServer) serve(w http.ResponseWriter, r *http.Request) {
 	review.Response, review.Request = resp, nil
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(review)
+}
+
+// reviewed reports whether an object named name was sent to the webhook.
+func (ws *webhookServer) reviewed(name string) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return slices.Contains(ws.names, name)
 }
 
 func (ws *webhookServer) clientCNs() []string {
