@@ -11,7 +11,8 @@
 // the same less the idle server's rate (measured for 20 s before the first mode) times the
 // mode's wall time — a mode that lasts longer on a loaded machine pays more Lease renewals
 // and heartbeats, which are not its cost; -cpuprofile writes one CPU profile per mode and
-// round.
+// round. Readiness is counted from a watch of the namespace in both modes, and each mode
+// starts once the one before has been torn down and the process's CPU is back near idle.
 package main
 
 import (
@@ -36,11 +37,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"kubeos.dev/kube/internal/server"
@@ -222,7 +228,7 @@ func run(apps, comps, nodes, clients, rounds int, timeout time.Duration) error {
 	enc := json.NewEncoder(os.Stdout)
 	// The idle rate once, before any mode: after a mode, its teardown (the namespace's
 	// deletion, the garbage collector) may still be draining.
-	idle := idleCPU(ctx, c, "default")
+	idle := idleCPU()
 	for r := 0; r < rounds; r++ {
 		order := []string{"engine", "bare"}
 		if r%2 == 1 {
@@ -245,7 +251,7 @@ func run(apps, comps, nodes, clients, rounds int, timeout time.Duration) error {
 					return err
 				}
 			}
-			res, err := runMode(ctx, c, mode, ns, apps, comps, clients, timeout)
+			res, err := runMode(ctx, c, cfg, mode, ns, apps, comps, clients, timeout)
 			res.IdleCPU = round3(idle)
 			res.CPUAboveIdle = round3(res.CPU - idle*res.AllReady)
 			if prof != nil {
@@ -263,6 +269,7 @@ func run(apps, comps, nodes, clients, rounds int, timeout time.Duration) error {
 			if err := waitGone(ctx, c, ns, timeout); err != nil {
 				return err
 			}
+			settle(idle)
 		}
 	}
 	return nil
@@ -272,16 +279,26 @@ func run(apps, comps, nodes, clients, rounds int, timeout time.Duration) error {
 const idleWindow = 20 * time.Second
 
 // idleCPU is the process's CPU seconds per second over idleWindow with nothing to do but
-// what runs anyway, the bench's own polling of ns included (as runMode polls it). It
-// starts after a settling spell (the server's start-up work: CRDs, caches, node leases).
-func idleCPU(ctx context.Context, c client.Client, ns string) float64 {
+// what runs anyway (simulated nodes' heartbeats, Leases). It starts after a settling spell
+// (the server's start-up work: CRDs, caches, node leases).
+func idleCPU() float64 {
 	time.Sleep(idleWindow / 2)
 	start, cpu0 := time.Now(), cpuSeconds()
-	for time.Since(start) < idleWindow {
-		_, _ = countReady(ctx, c, "engine", ns)
-		time.Sleep(250 * time.Millisecond)
-	}
+	time.Sleep(idleWindow)
 	return (cpuSeconds() - cpu0) / time.Since(start).Seconds()
+}
+
+// settle waits until the process's CPU rate over a second is back near idle (the last
+// mode's teardown — the namespace's deletion, the garbage collector, the engine's
+// finalizers — is done), at most a minute, so that a mode does not pay for the one before.
+func settle(idle float64) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		cpu0 := cpuSeconds()
+		time.Sleep(time.Second)
+		if cpuSeconds()-cpu0 <= 2*idle+0.02 {
+			return
+		}
+	}
 }
 
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
@@ -373,11 +390,16 @@ func bare(ns string, i, j int) (*appsv1.Deployment, *corev1.Service) {
 	return d, s
 }
 
-func runMode(ctx context.Context, c client.Client, mode, ns string, apps, comps, clients int, timeout time.Duration) (result, error) {
+func runMode(ctx context.Context, c client.Client, cfg *rest.Config, mode, ns string, apps, comps, clients int, timeout time.Duration) (result, error) {
 	type job struct{ i, j int }
 	jobs := make(chan job)
 	errs := make(chan error, clients)
 	var wg sync.WaitGroup
+	rw, err := startReadyWatch(cfg, mode, ns)
+	if err != nil {
+		return result{}, err
+	}
+	defer rw.close()
 	start, cpu0, req0 := time.Now(), cpuSeconds(), requestCounts(ctx)
 	for w := 0; w < clients; w++ {
 		wg.Add(1)
@@ -418,18 +440,8 @@ func runMode(ctx context.Context, c client.Client, mode, ns string, apps, comps,
 	created := time.Since(start)
 	n := apps * comps
 	deadline := start.Add(timeout)
-	for {
-		ready, err := countReady(ctx, c, mode, ns)
-		if err != nil {
-			return result{}, err
-		}
-		if ready >= n {
-			break
-		}
-		if time.Now().After(deadline) {
-			return result{}, fmt.Errorf("%d/%d ready after %s", ready, n, timeout)
-		}
-		time.Sleep(250 * time.Millisecond)
+	if err := rw.wait(n, deadline); err != nil {
+		return result{}, fmt.Errorf("after %s: %w", timeout, err)
 	}
 	all := time.Since(start)
 	res := result{Mode: mode, Objects: n, Create: created.Seconds(), AllReady: all.Seconds(), PerSec: float64(n) / all.Seconds(), CPU: cpuSeconds() - cpu0}
@@ -519,28 +531,88 @@ func countActiveApps(ctx context.Context, c client.Client, ns string) (int, erro
 	return n, nil
 }
 
-func countReady(ctx context.Context, c client.Client, mode, ns string) (int, error) {
-	n := 0
+// readyWatch counts a mode's ready objects in one namespace from an informer (Components
+// Active, or Deployments available), so that measuring costs the same per change on both
+// sides — polling lists of every object would charge the engine's side a JSON list of 500
+// Components four times a second against the bare side's protobuf Deployments.
+type readyWatch struct {
+	mu      sync.Mutex
+	ready   map[string]bool
+	changed chan struct{}
+	stop    chan struct{}
+}
+
+func startReadyWatch(cfg *rest.Config, mode, ns string) (*readyWatch, error) {
+	w := &readyWatch{ready: map[string]bool{}, changed: make(chan struct{}, 1), stop: make(chan struct{})}
+	var inf cache.SharedIndexInformer
 	if mode == "engine" {
-		var l v1alpha1.ComponentList
-		if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
-			return 0, err
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
 		}
-		for _, x := range l.Items {
-			if x.Status.Phase == "Active" {
-				n++
-			}
+		gvr := v1alpha1.GroupVersion.WithResource("components")
+		inf = dynamicinformer.NewFilteredDynamicInformer(dyn, gvr, ns, 0, cache.Indexers{}, nil).Informer()
+	} else {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
 		}
-		return n, nil
+		inf = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns)).Apps().V1().Deployments().Informer()
 	}
-	var l appsv1.DeploymentList
-	if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
-		return 0, err
+	set := func(obj any) {
+		var name string
+		var ok bool
+		switch o := obj.(type) {
+		case *unstructured.Unstructured:
+			phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")
+			name, ok = o.GetName(), phase == "Active"
+		case *appsv1.Deployment:
+			name, ok = o.Name, o.Status.ObservedGeneration >= o.Generation && o.Status.AvailableReplicas == 1 && o.Status.ReadyReplicas == 1 && o.Status.UpdatedReplicas == 1
+		default:
+			return
+		}
+		w.mu.Lock()
+		w.ready[name] = ok
+		w.mu.Unlock()
+		select {
+		case w.changed <- struct{}{}:
+		default:
+		}
 	}
-	for _, d := range l.Items {
-		if d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas == 1 && d.Status.ReadyReplicas == 1 && d.Status.UpdatedReplicas == 1 {
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: set, UpdateFunc: func(_, n any) { set(n) }}); err != nil {
+		return nil, err
+	}
+	go inf.Run(w.stop)
+	if !cache.WaitForCacheSync(w.stop, inf.HasSynced) {
+		return nil, fmt.Errorf("the %s informer did not sync", mode)
+	}
+	return w, nil
+}
+
+func (w *readyWatch) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, ok := range w.ready {
+		if ok {
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
+
+// wait returns when n objects are ready, or with an error at the deadline.
+func (w *readyWatch) wait(n int, deadline time.Time) error {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	for w.count() < n {
+		select {
+		case <-w.changed:
+		case <-t.C:
+			return fmt.Errorf("%d/%d ready by the deadline", w.count(), n)
+		}
+	}
+	return nil
+}
+
+func (w *readyWatch) close() { close(w.stop) }
