@@ -33,12 +33,33 @@ type Event struct {
 	Key string
 	// Object is the new state; for Deleted, the last state with the deletion's revision.
 	Object *unstructured.Unstructured
-	// PrevObject is the state before the change (nil for Added).
+	// PrevObject is the state before the change (nil for Added). A watch opened with
+	// LazyPrev leaves it nil on Modified events: Prev decodes it.
 	PrevObject *unstructured.Unstructured
+	// PrevRevision is the previous state's modification revision (0 for Added).
+	PrevRevision int64
 	// Revision at which the change happened.
 	Revision int64
 	// Err is set on Error events.
 	Err error
+	// prev decodes the previous state of a LazyPrev watch's Modified event.
+	prev func() (*unstructured.Unstructured, error)
+}
+
+// Settled returns ev without the means to decode its previous state lazily (which holds
+// the stored bytes): for an event kept long after PrevObject was set or found unneeded.
+func (ev Event) Settled() Event {
+	ev.prev = nil
+	return ev
+}
+
+// Prev is the state before the change: PrevObject, or, for a LazyPrev watch's Modified
+// event, the previous state decoded now (a new copy on every call).
+func (ev *Event) Prev() (*unstructured.Unstructured, error) {
+	if ev.PrevObject != nil || ev.prev == nil {
+		return ev.PrevObject, nil
+	}
+	return ev.prev()
 }
 
 // WatchOptions select what a watch delivers.
@@ -50,6 +71,10 @@ type WatchOptions struct {
 	// Predicate filters events as kube-apiserver does: an object that stops matching is
 	// delivered as Deleted, one that starts matching as Added.
 	Predicate Predicate
+	// LazyPrev leaves the previous state of Modified events undecoded (Event.Prev decodes
+	// it), for a consumer that keeps the previous state itself, as a watch cache does.
+	// Ignored with a Predicate, which reads the previous state of every event.
+	LazyPrev bool
 }
 
 // Watcher delivers events until it is stopped or fails.
@@ -149,7 +174,7 @@ func (w *etcdWatcher) run(ctx context.Context, s *Store, wch clientv3.WatchChan,
 			if e.Kv.ModRevision <= o.Revision {
 				continue // already seen by the caller (see Watch)
 			}
-			ev, err := s.toEvent(e)
+			ev, err := s.toEvent(e, o.LazyPrev && o.Predicate.Empty())
 			if err != nil {
 				send(Event{Type: ErrorEvent, Err: err})
 				return
@@ -166,12 +191,20 @@ func (w *etcdWatcher) run(ctx context.Context, s *Store, wch clientv3.WatchChan,
 	}
 }
 
-func (s *Store) toEvent(e *clientv3.Event) (Event, error) {
+// toEvent decodes e; with lazyPrev the previous state of a modification is decoded only
+// when Event.Prev asks for it.
+func (s *Store) toEvent(e *clientv3.Event, lazyPrev bool) (Event, error) {
 	key := string(e.Kv.Key)
 	ev := Event{Key: key, Revision: e.Kv.ModRevision}
 	var err error
-	if e.PrevKv != nil {
-		if ev.PrevObject, _, _, err = s.decode(key, e.PrevKv.Value, e.PrevKv.ModRevision); err != nil {
+	if pk := e.PrevKv; pk != nil {
+		ev.PrevRevision = pk.ModRevision
+		if lazyPrev && e.Type != mvccpb.DELETE && !e.IsCreate() {
+			ev.prev = func() (*unstructured.Unstructured, error) {
+				obj, _, _, err := s.decode(key, pk.Value, pk.ModRevision)
+				return obj, err
+			}
+		} else if ev.PrevObject, _, _, err = s.decode(key, pk.Value, pk.ModRevision); err != nil {
 			return ev, err
 		}
 	}

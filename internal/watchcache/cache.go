@@ -183,7 +183,7 @@ func (c *Cache) run(ctx context.Context, tick <-chan time.Time) error {
 			return fmt.Errorf("replay %s: %w", c.prefix, err)
 		}
 	}
-	w, err := c.o.Store.Watch(ctx, c.prefix, storage.WatchOptions{Revision: rev, ProgressNotify: true})
+	w, err := c.o.Store.Watch(ctx, c.prefix, storage.WatchOptions{Revision: rev, ProgressNotify: true, LazyPrev: true})
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", c.prefix, err)
 	}
@@ -338,7 +338,7 @@ func (c *Cache) compactedSince(ctx context.Context, rev int64) (int64, error) {
 	// Its own gRPC stream, as replay's: the progress answer must not wait for other watchers.
 	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctx, "kube-watchcache-replay", c.prefix), c.o.WaitTimeout)
 	defer cancel()
-	w, err := c.o.Store.Watch(ctx, c.prefix, storage.WatchOptions{Revision: rev, ProgressNotify: true})
+	w, err := c.o.Store.Watch(ctx, c.prefix, storage.WatchOptions{Revision: rev, ProgressNotify: true, LazyPrev: true})
 	if err != nil {
 		return 0, err
 	}
@@ -375,7 +375,7 @@ const replayProgressRetry = 20 * time.Millisecond
 func (c *Cache) replay(ctx context.Context, rev int64) (int64, error) {
 	ctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(ctx, "kube-watchcache-replay", c.prefix))
 	defer cancel()
-	w, err := c.o.Store.Watch(ctx, c.prefix, storage.WatchOptions{Revision: rev, ProgressNotify: true})
+	w, err := c.o.Store.Watch(ctx, c.prefix, storage.WatchOptions{Revision: rev, ProgressNotify: true, LazyPrev: true})
 	if err != nil {
 		return 0, err
 	}
@@ -468,23 +468,38 @@ func (c *Cache) apply(sev storage.Event) {
 	if cur != nil {
 		curVals = cur.vals
 	}
-	if sev.PrevObject != nil && len(c.indexes) > 0 {
-		if old != nil && revOf(sev.PrevObject) == old.rev {
+	// The previous state is the tree's entry when it is at the event's previous revision
+	// (always, unless the tree missed a change): storage's copy of it is then not decoded
+	// at all (a LazyPrev watch). Otherwise it is decoded now.
+	prevRev := prevRevision(sev)
+	oldMatches := old != nil && prevRev != 0 && old.rev == prevRev
+	if prevRev != 0 && !oldMatches && sev.PrevObject == nil {
+		if p, err := sev.Prev(); err == nil {
+			sev.PrevObject, ev.PrevObject = p, p
+		}
+	}
+	if len(c.indexes) > 0 {
+		if oldMatches {
 			prevVals = old.vals
-		} else {
+		} else if sev.PrevObject != nil {
 			prevVals = indexValues(c.o.Attrs, c.indexFields(), sev.PrevObject)
 		}
 	}
-	if old != nil && sev.PrevObject != nil && old.obj != nil && revOf(sev.PrevObject) == old.rev {
+	if oldMatches && old.obj != nil {
 		// The ring keeps the tree's copy of the previous state rather than storage's.
 		ev.PrevObject = old.obj
 	}
 	if c.o.Pack {
-		if old == nil && sev.PrevObject != nil {
+		if !oldMatches && sev.PrevObject != nil {
 			old = c.newEntry(sev.Key, sev.PrevObject, revOf(sev.PrevObject), nil)
+		} else if !oldMatches {
+			old = nil
 		}
 		c.ring.push(entryEvent(sev.Type, sev.Key, sev.Revision, cur, old), c.o.Clock.Now())
 	} else {
+		// A decoded cache's event has its previous state (the tree's copy, or decoded
+		// above): the ring must not hold storage's bytes of it too.
+		ev.Event = ev.Event.Settled()
 		c.ring.push(ev, c.o.Clock.Now())
 	}
 	c.setRevNoPublishLocked(sev.Revision)
@@ -492,6 +507,9 @@ func (c *Cache) apply(sev storage.Event) {
 	c.mu.Unlock()
 
 	ch := newChange(ev, c.o.Attrs)
+	if oldMatches {
+		ch.withPrevIndex(c.indexFields(), prevVals)
+	}
 	var dead []*Watcher
 	for _, w := range targets {
 		if !strings.HasPrefix(sev.Key, w.prefix) {
@@ -509,6 +527,17 @@ func (c *Cache) apply(sev storage.Event) {
 	c.targets = targets[:0]
 	c.forget(dead)
 	c.revision.Store(sev.Revision)
+}
+
+// prevRevision is the revision of an event's previous state (0: none).
+func prevRevision(sev storage.Event) int64 {
+	if sev.PrevRevision != 0 {
+		return sev.PrevRevision
+	}
+	if sev.PrevObject != nil {
+		return revOf(sev.PrevObject)
+	}
+	return 0
 }
 
 // sendBookmarks offers a bookmark at the cache's revision to every watcher that asked for

@@ -1,6 +1,7 @@
 package watchcache
 
 import (
+	"slices"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -64,6 +65,70 @@ type change struct {
 	attrFunc       storage.AttrFunc
 	obj, prev      attrs
 	added, deleted *Event
+	// prevObj is the previous state, decoded on first use when the event does not carry
+	// it (a packed cache's live event from a LazyPrev watch).
+	prevObj  *unstructured.Unstructured
+	prevDone bool
+	// idxFields and prevIdx are the cache's indexed fields and the previous state's values
+	// of them: they answer a predicate on those fields alone (a node's pod watcher) without
+	// decoding the previous state.
+	idxFields, prevIdx []string
+}
+
+// withPrevIndex gives c the previous state's indexed values (vals[i] of fields[i]).
+func (c *change) withPrevIndex(fields, vals []string) *change {
+	if len(fields) > 0 && len(vals) == len(fields) {
+		c.idxFields, c.prevIdx = fields, vals
+	}
+	return c
+}
+
+// matchesPrev says whether the previous state matches p: from the index values when p
+// selects on indexed fields (and the name or namespace, which a key's states share) only
+// and the previous state is not decoded, else from the state itself.
+func (c *change) matchesPrev(p storage.Predicate) bool {
+	// (A predicate's Attrs extract the indexed fields as the cache's do: Options.IndexFields.)
+	if c.ev.PrevObject == nil && !c.prevDone && c.prevIdx != nil &&
+		(p.Label == nil || p.Label.Empty()) && p.Field != nil && !p.Field.Empty() {
+		if ok, decided := c.matchIndexed(p.Field); decided {
+			return ok
+		}
+	}
+	return c.matches(p, c.previous(), &c.prev)
+}
+
+func (c *change) matchIndexed(sel fields.Selector) (match, decided bool) {
+	set := fields.Set{}
+	for _, r := range sel.Requirements() {
+		if i := slices.Index(c.idxFields, r.Field); i >= 0 {
+			set[r.Field] = c.prevIdx[i]
+			continue
+		}
+		// The same key: the previous state's name and namespace are the new state's.
+		switch {
+		case c.ev.Object == nil:
+			return false, false
+		case r.Field == "metadata.name":
+			set[r.Field] = c.ev.Object.GetName()
+		case r.Field == "metadata.namespace":
+			set[r.Field] = c.ev.Object.GetNamespace()
+		default:
+			return false, false
+		}
+	}
+	return sel.Matches(set), true
+}
+
+// previous returns the event's previous state, decoding it once if needed.
+func (c *change) previous() *unstructured.Unstructured {
+	if !c.prevDone {
+		c.prevDone = true
+		c.prevObj = c.ev.PrevObject
+		if c.prevObj == nil {
+			c.prevObj, _ = c.ev.Event.Prev()
+		}
+	}
+	return c.prevObj
 }
 
 func newChange(ev *Event, attrFunc storage.AttrFunc) *change {
@@ -100,7 +165,7 @@ func (c *change) forPredicate(p storage.Predicate) *Event {
 	}
 	v := decide(c.ev.Type,
 		func() bool { return c.matches(p, c.ev.Object, &c.obj) },
-		func() bool { return c.matches(p, c.ev.PrevObject, &c.prev) })
+		func() bool { return c.matchesPrev(p) })
 	return c.event(v)
 }
 
@@ -119,6 +184,7 @@ func (c *change) event(v variant) *Event {
 		if c.deleted == nil {
 			e := c.ev.Event
 			e.Type = storage.Deleted
+			e.PrevObject = c.previous()
 			obj := e.PrevObject.DeepCopy()
 			obj.SetResourceVersion(strconv.FormatInt(e.Revision, 10))
 			e.Object = obj

@@ -196,3 +196,44 @@ func TestEncodedOncePerFormat(t *testing.T) {
 		t.Fatalf("%d encodings, want 2", calls.Load())
 	}
 }
+
+// TestChangePrevFromIndex: a modification whose previous state is not decoded (a packed
+// cache's live event) is matched against a field selector on indexed fields, and the name
+// and namespace, from the previous state's index values; any other predicate needs the
+// state itself (absent here, so it does not match).
+func TestChangePrevFromIndex(t *testing.T) {
+	cur := newPod("ns", "x", "node-a")
+	sel := func(s string) storage.Predicate {
+		fs, err := fields.ParseSelector(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return storage.Predicate{Field: fs, Attrs: podAttrs}
+	}
+	for _, tc := range []struct {
+		name     string
+		prevNode string
+		p        storage.Predicate
+		want     storage.EventType // "" = not delivered
+	}{
+		{"same node", "node-a", sel("spec.nodeName=node-a"), storage.Modified},
+		{"moved here", "node-b", sel("spec.nodeName=node-a"), storage.Added},
+		{"elsewhere", "node-b", sel("spec.nodeName=node-c"), ""},
+		{"node and name", "node-a", sel("spec.nodeName=node-a,metadata.name=x"), storage.Modified},
+		{"node and namespace, other name", "node-a", sel("spec.nodeName=node-a,metadata.name=y"), ""},
+		{"not on a node", "", sel("spec.nodeName!=node-b"), storage.Modified},
+		{"unindexed field: needs the state", "node-a", sel("spec.nodeName=node-a,status.phase!=x"), storage.Added},
+		{"an empty label selector", "node-a", storage.Predicate{Label: labels.Everything(), Field: fields.OneTermEqualSelector(nodeField, "node-a"), Attrs: podAttrs}, storage.Modified},
+		{"labels: need the state", "node-a", storage.Predicate{Label: labels.SelectorFromSet(labels.Set{"app": "a"}), Field: fields.OneTermEqualSelector(nodeField, "node-a"), Attrs: podAttrs}, ""},
+	} {
+		sev := storage.Event{Type: storage.Modified, Key: "k", Object: cur, Revision: 9}
+		ch := newChange(&Event{Event: sev}, podAttrs).withPrevIndex([]string{nodeField}, []string{tc.prevNode})
+		got := ch.forPredicate(tc.p)
+		switch {
+		case got == nil && tc.want != "":
+			t.Errorf("%s: not delivered, want %s", tc.name, tc.want)
+		case got != nil && got.Type != tc.want:
+			t.Errorf("%s: %s, want %q", tc.name, got.Type, tc.want)
+		}
+	}
+}

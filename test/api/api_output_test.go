@@ -66,7 +66,8 @@ func TestMetadataClient(t *testing.T) {
 		t.Errorf("get: %+v", got.ObjectMeta)
 	}
 
-	w, err := res.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	// Selected as the list was: the namespace's kube-root-ca.crt may be created meanwhile.
+	w, err := res.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, LabelSelector: "app=meta"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,6 +70,53 @@ func testWatch(t *testing.T, s Store) {
 	t.Run("compacted", func(t *testing.T) { testWatchCompacted(t, s) })
 	t.Run("predicate", func(t *testing.T) { testWatchPredicate(t, s) })
 	t.Run("progress", func(t *testing.T) { testWatchProgress(t, s) })
+	t.Run("lazy-prev", func(t *testing.T) { testWatchLazyPrev(t, s) })
+}
+
+// testWatchLazyPrev: a LazyPrev watch leaves a modification's previous state undecoded but
+// names its revision, and Prev decodes it; a deletion still carries it (its object is that
+// state); with a predicate the option is ignored.
+func testWatchLazyPrev(t *testing.T, s Store) {
+	p := prefixFor(t)
+	w := watch(t, s, p, storage.WatchOptions{Revision: currentRevision(t, s), LazyPrev: true})
+	notNone, _ := labels.Parse("app!=none") // matches every object of the test
+	wp := watch(t, s, p, storage.WatchOptions{Revision: currentRevision(t, s), LazyPrev: true, Predicate: storage.Predicate{Label: notNone}})
+	a1 := mustCreate(t, s, p+"a", newObj("a", nil))
+	a2 := mustUpdate(t, s, p+"a", setData("2"))
+	del := mustDelete(t, s, p+"a")
+	evs := expectEvents(t, w,
+		want{storage.Added, p + "a", a1.GetResourceVersion()},
+		want{storage.Modified, p + "a", a2.GetResourceVersion()},
+		want{storage.Deleted, p + "a", del.GetResourceVersion()},
+	)
+	m := evs[1]
+	if m.PrevObject != nil {
+		t.Errorf("MODIFIED of a LazyPrev watch has its previous state decoded")
+	}
+	if fmt.Sprint(m.PrevRevision) != a1.GetResourceVersion() {
+		t.Errorf("MODIFIED PrevRevision %d, want %s", m.PrevRevision, a1.GetResourceVersion())
+	}
+	prev, err := m.Prev()
+	if err != nil || prev == nil || prev.GetResourceVersion() != a1.GetResourceVersion() || prev.GetUID() != "uid-a" {
+		t.Fatalf("Prev() = %v, %v; want the state at %s", prev, err, a1.GetResourceVersion())
+	}
+	if m.Settled().PrevObject != nil {
+		t.Errorf("Settled decoded the previous state")
+	}
+	if s2 := m.Settled(); s2.PrevRevision != m.PrevRevision {
+		t.Errorf("Settled dropped PrevRevision")
+	}
+	if d := evs[2]; d.PrevObject == nil || d.PrevObject.GetResourceVersion() != a2.GetResourceVersion() {
+		t.Errorf("DELETED of a LazyPrev watch without its previous state: %v", d.PrevObject)
+	}
+	pevs := expectEvents(t, wp,
+		want{storage.Added, p + "a", a1.GetResourceVersion()},
+		want{storage.Modified, p + "a", a2.GetResourceVersion()},
+		want{storage.Deleted, p + "a", del.GetResourceVersion()},
+	)
+	if pevs[1].PrevObject == nil {
+		t.Errorf("a predicate watch's MODIFIED lacks its previous state")
+	}
 }
 
 func testWatchOrder(t *testing.T, s Store) {
