@@ -62,11 +62,23 @@ func (pm *protoMemo) put(k memoKey, b []byte) {
 
 var objectProtos = &protoMemo{max: 50000}
 
+// writtenProtos remembers, briefly, the encodings that writes of packed kinds (pods) answered
+// with: those kinds' objects are not remembered in objectProtos (see memoProto), but the
+// watch events of a write follow it within milliseconds and are encoded from its answer.
+// Small, so that it holds no more than the last few thousand writes.
+var writtenProtos = &protoMemo{max: 4096}
+
 // protoObject is the protobuf message of one built-in object (without the envelope),
 // remembered in objectProtos when memo is set.
 func protoObject(kind *registry.Kind, obj *unstructured.Unstructured, memo bool) ([]byte, error) {
 	k, ok := objectMemoKey(kind, obj, false)
-	if !ok || !memo {
+	if !ok {
+		return protoMessage(kind, obj)
+	}
+	if !memo {
+		if b, ok := writtenProtos.get(k); ok {
+			return b, nil
+		}
 		return protoMessage(kind, obj)
 	}
 	if b, ok := objectProtos.get(k); ok {
@@ -133,8 +145,12 @@ func (c *call) validatedProto(obj *unstructured.Unstructured) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if k, ok := objectMemoKey(c.kind, obj, false); ok && c.memoProto() {
-		objectProtos.put(k, b)
+	if k, ok := objectMemoKey(c.kind, obj, false); ok {
+		if c.memoProto() {
+			objectProtos.put(k, b)
+		} else {
+			writtenProtos.put(k, b)
+		}
 	}
 	return b, nil
 }
