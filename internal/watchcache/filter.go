@@ -184,7 +184,9 @@ func (c *change) event(v variant) *Event {
 		if c.deleted == nil {
 			e := c.ev.Event
 			e.Type = storage.Deleted
-			e.PrevObject = c.previous()
+			if e.PrevObject = c.previous(); e.PrevObject == nil {
+				return nil // the stored previous state does not decode: nothing to send
+			}
 			obj := e.PrevObject.DeepCopy()
 			obj.SetResourceVersion(strconv.FormatInt(e.Revision, 10))
 			e.Object = obj

@@ -219,6 +219,7 @@ func TestChangePrevFromIndex(t *testing.T) {
 		{"same node", "node-a", sel("spec.nodeName=node-a"), storage.Modified},
 		{"moved here", "node-b", sel("spec.nodeName=node-a"), storage.Added},
 		{"elsewhere", "node-b", sel("spec.nodeName=node-c"), ""},
+		{"moved away, the previous state absent: not sent", "node-c", sel("spec.nodeName=node-c"), ""},
 		{"node and name", "node-a", sel("spec.nodeName=node-a,metadata.name=x"), storage.Modified},
 		{"node and namespace, other name", "node-a", sel("spec.nodeName=node-a,metadata.name=y"), ""},
 		{"not on a node", "", sel("spec.nodeName!=node-b"), storage.Modified},
