@@ -125,16 +125,27 @@ func toUnstructured(ext runtime.Object, gvk schema.GroupVersionKind) (map[string
 // was made from. An object that does not decode is left unchanged (nil): validation reports
 // why.
 func defaulted(u *unstructured.Unstructured, gvk schema.GroupVersionKind) runtime.Object {
-	ext, err := external(u.Object, gvk)
-	if err != nil {
+	ext := defaultedTyped(u, gvk)
+	if ext == nil {
 		return nil
 	}
-	scheme.Default(ext)
 	m, err := toUnstructured(ext, gvk)
 	if err != nil {
 		return nil
 	}
 	u.Object = m
+	return ext
+}
+
+// defaultedTyped is defaulted without writing the defaults back into u: for a caller that
+// replaces u's content from the typed object afterwards anyway (a subresource's validation,
+// which encodes what it validated).
+func defaultedTyped(u *unstructured.Unstructured, gvk schema.GroupVersionKind) runtime.Object {
+	ext, err := external(u.Object, gvk)
+	if err != nil {
+		return nil
+	}
+	scheme.Default(ext)
 	return ext
 }
 

@@ -115,9 +115,10 @@ func (s *strategy) ValidateUpdateContext(ctx context.Context, obj, old *unstruct
 	if subresource != "" {
 		// A subresource's body is defaulted as any request body (the handler calls
 		// PrepareForUpdate for writes of the object itself only); the typed object that
-		// made is converted, not the content made from it decoded again. (A body that does
-		// not decode is left as it was, and decoded below for the errors it gets.)
-		if ext := defaulted(obj, s.gvk); ext != nil {
+		// made is converted, not the content made from it decoded again, and not written
+		// back: encodeInto replaces obj's content with what was validated. (A body that
+		// does not decode is left as it was, and decoded below for the errors it gets.)
+		if ext := defaultedTyped(obj, s.gvk); ext != nil {
 			in = versionedToInternal(ext, s.gvk)
 		}
 	}
