@@ -490,10 +490,12 @@ func (c *Cache) apply(sev storage.Event) {
 		ev.PrevObject = old.obj
 	}
 	if c.o.Pack {
-		if !oldMatches && sev.PrevObject != nil {
-			old = c.newEntry(sev.Key, sev.PrevObject, revOf(sev.PrevObject), nil)
-		} else if !oldMatches {
+		if !oldMatches {
+			// The tree's entry is not the previous state: storage's copy (if any) is.
 			old = nil
+			if sev.PrevObject != nil {
+				old = c.newEntry(sev.Key, sev.PrevObject, revOf(sev.PrevObject), nil)
+			}
 		}
 		c.ring.push(entryEvent(sev.Type, sev.Key, sev.Revision, cur, old), c.o.Clock.Now())
 	} else {
