@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 
 	"kubeos.dev/kube/internal/server/servertest"
 )
@@ -384,8 +385,17 @@ func TestProtobufPodWatchMatchesJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: "Example", Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
-	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+	// The scheduler may write the pod's status first (no node takes it): the events compared
+	// are whichever come, in the same order on both watches.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status.Conditions = append(cur.Status.Conditions, corev1.PodCondition{Type: "Example", Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
+		_, err = cs.CoreV1().Pods(ns).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	next := func(w watch.Interface) watch.Event {
